@@ -1,0 +1,1 @@
+"""magnetar.admin_client"""

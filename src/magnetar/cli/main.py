@@ -1,0 +1,49 @@
+"""The ``magnetar`` command.
+
+Theory of operation: one argparse tree whose subcommands (standalone, broker,
+bookie, admin, client, perf, tokens) live in their own modules and are
+imported only when chosen, so ``magnetar --help`` stays fast and a missing
+optional piece never breaks the others.  Each subcommand module exposes
+``add_parser(subparsers)`` and the parser's ``func`` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand name -> module implementing add_parser(subparsers)
+SUBCOMMANDS = {
+    "standalone": "magnetar.cli.standalone",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="magnetar", description="Magnetar: Apache Pulsar in Python")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in SUBCOMMANDS.items():
+        try:
+            importlib.import_module(module).add_parser(sub)
+        except ImportError as exc:  # a piece not built yet: say so, don't break the others
+            p = sub.add_parser(name, help=f"(unavailable: {exc})")
+            p.set_defaults(func=lambda _a, _e=exc: _unavailable(_e))
+    return parser
+
+
+def _unavailable(exc: BaseException) -> int:
+    print(f"magnetar: this command is unavailable: {exc}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

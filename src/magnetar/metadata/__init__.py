@@ -1,0 +1,1 @@
+"""Metadata store: one interface (``api``), three backends, coordination recipes."""
