@@ -16,6 +16,12 @@ import sys
 # subcommand name -> module implementing add_parser(subparsers)
 SUBCOMMANDS = {
     "standalone": "magnetar.cli.standalone",
+    "broker": "magnetar.cli.broker",
+    "bookie": "magnetar.cli.bookie",
+    "admin": "magnetar.cli.admin",
+    "client": "magnetar.cli.client",
+    "perf": "magnetar.cli.perf",
+    "tokens": "magnetar.cli.tokens",
 }
 
 
