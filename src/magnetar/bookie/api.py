@@ -154,3 +154,27 @@ class BookieClientPool(Protocol):
     def get(self, bookie_id: str) -> BookieClient: ...
 
     async def aclose(self) -> None: ...
+
+
+# --- Metadata paths shared by bookies (registration, GC) and the ledger client -------------
+# Flat layout like BookKeeper's: one node per ledger, the ledger id zero-padded.
+
+LEDGERS_ROOT = "/ledgers"
+AVAILABLE_PATH = "/ledgers/available"  # ephemeral child per writable bookie id
+READONLY_PATH = "/ledgers/available/readonly"  # ephemeral child per read-only bookie id
+COOKIES_PATH = "/ledgers/cookies"  # persistent child per bookie id
+UNDERREPLICATED_PATH = "/ledgers/underreplication/ledgers"
+LEDGER_ID_GEN_PATH = "/ledgers/idgen"
+RACKS_PATH = "/ledgers/racks"  # child per bookie id -> rack name (rack-aware placement)
+_LEDGER_PREFIX = "L"
+
+
+def ledger_path(ledger_id: int) -> str:
+    return f"{LEDGERS_ROOT}/{_LEDGER_PREFIX}{ledger_id:010d}"
+
+
+def ledger_id_from_node(name: str) -> int | None:
+    """The ledger id of a child name of LEDGERS_ROOT, or None if it is not a ledger node."""
+    if not name.startswith(_LEDGER_PREFIX) or not name[1:].isdigit():
+        return None
+    return int(name[1:])
