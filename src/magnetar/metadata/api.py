@@ -24,6 +24,10 @@ hierarchical key/value store with ZooKeeper's semantics, and so do we.
 * Session events (``add_session_listener``): CONNECTED, RECONNECTED,
   SUSPENDED (connection lost, session may still be alive), SESSION_LOST
   (expired: every ephemeral node of ours is gone, locks are lost).
+  After SESSION_LOST the store establishes a fresh session by itself (as
+  kazoo does), emits CONNECTED, and ``session_id`` changes; the store stays
+  usable.  Only ``aclose`` makes it unusable (MetadataStoreClosed).
+* Ephemeral nodes cannot have children (ZooKeeper's rule): InvalidPath.
 
 All methods are coroutines and never block the event loop; backends that
 call blocking libraries do so on an executor.
@@ -49,8 +53,12 @@ class BadVersion(MetadataError):
     pass
 
 
-class AlreadyExists(MetadataError):
-    pass
+class AlreadyExists(BadVersion):
+    """Create-if-absent (``expected_version=-1``) of a node that exists.
+
+    A subclass of :class:`BadVersion` because it is the same race (someone else
+    wrote first), so compare-and-set loops that retry on BadVersion also retry here.
+    """
 
 
 class NotEmpty(MetadataError):
@@ -67,6 +75,15 @@ class MetadataStoreClosed(MetadataError):
 
 class MetadataTimeout(MetadataError):
     pass
+
+
+class ConnectionLoss(MetadataError):
+    """The store is disconnected from its server (session SUSPENDED); the outcome of
+    the operation is unknown.  Retry after RECONNECTED, re-reading first."""
+
+
+class InvalidPath(MetadataError):
+    """A path the store cannot hold (e.g. a child under an ephemeral node)."""
 
 
 @dataclass(frozen=True, slots=True)
