@@ -5,7 +5,7 @@ Theory of operation: a :class:`LocalMetadataServer` owns one
 :class:`LocalSessionStore` objects, each a full :class:`MetadataStore` with
 its own session id -- so one process (or one simulation) can model several
 brokers and bookies sharing a metadata service.  Subclasses decide only how a
-tree operation runs (``_run``): inline for memory, on a one-thread
+tree operation runs (``_read``, ``_write``, ``_write_nowait``): inline for memory, on a one-thread
 BlockingExecutor for RocksDB.
 
 Session state machine (one place, ``_transition``)::
@@ -31,7 +31,7 @@ import asyncio
 import enum
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from magnetar.metadata.api import (
@@ -44,7 +44,7 @@ from magnetar.metadata.api import (
     SessionListener,
     Stat,
 )
-from magnetar.metadata.local import LocalTree
+from magnetar.metadata.local import LocalTree, PutResult
 from magnetar.runtime import Clock, RealClock
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ _TRANSITIONS: dict[tuple[SessionState, str], SessionState] = {
 
 
 class LocalMetadataServer:
-    """Owner of a tree and its sessions.  Subclasses provide ``_run`` and ``tree``."""
+    """Owner of a tree and its sessions.  Subclasses decide how operations run."""
 
     def __init__(self, tree: LocalTree, *, clock: Clock | None = None, name: str = "local") -> None:
         self.tree = tree
@@ -81,8 +81,24 @@ class LocalMetadataServer:
         self._next_session = 0
         self._sessions: dict[str, LocalSessionStore] = {}
 
-    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return fn(*args, **kwargs)
+    # How tree operations run.  Writes publish their notifications even when the
+    # awaiting task is cancelled midway (the write happened; others must hear of it).
+
+    async def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        return fn(*args)
+
+    async def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        result = fn(*args, **kwargs)
+        self._publish(_notes_of(result))
+        return result
+
+    def _write_nowait(self, fn: Callable[..., object], *args: Any) -> None:
+        self._publish(_notes_of(fn(*args)))
+
+    async def aclose(self) -> None:
+        """Closes every session still open (their ephemerals go)."""
+        for store in list(self._sessions.values()):
+            await store.aclose()
 
     def _new_session_id(self) -> str:
         self._next_session += 1
@@ -131,6 +147,14 @@ class LocalMetadataServer:
         self._sessions.pop(session_id, None)
 
 
+def _notes_of(result: object) -> list[Notification]:
+    if isinstance(result, PutResult):
+        return result.notifications
+    if isinstance(result, list):
+        return result
+    return []
+
+
 class LocalSessionStore:
     """One client session over a :class:`LocalMetadataServer`; implements MetadataStore."""
 
@@ -142,6 +166,8 @@ class LocalSessionStore:
         self._session_listeners: list[SessionListener] = []
         self._queue: deque[Notification | SessionEvent] = deque()
         self._flush_scheduled = False
+        # Called after the session is closed (the RocksDB factory store closes its database).
+        self._on_close: Callable[[], Awaitable[None]] | None = None
 
     # -- state machine -----------------------------------------------------------------------
 
@@ -166,12 +192,11 @@ class LocalSessionStore:
     def _expire(self) -> None:
         self._apply("expire")
         old = self._session_id
-        notes = self._server.tree.drop_session(old)
         new = self._server._new_session_id()
         self._server._rekey(old, new)
         self._session_id = new
         self._enqueue([SessionEvent.SESSION_LOST, SessionEvent.CONNECTED])
-        self._server._publish(notes)
+        self._server._write_nowait(self._server.tree.drop_session, old)
 
     def _check(self) -> None:
         if self._state is SessionState.CLOSED:
@@ -183,15 +208,15 @@ class LocalSessionStore:
 
     async def get(self, path: str) -> GetResult | None:
         self._check()
-        return await self._server._run(self._server.tree.get, path)
+        return await self._server._read(self._server.tree.get, path)
 
     async def exists(self, path: str) -> Stat | None:
         self._check()
-        return await self._server._run(self._server.tree.exists, path)
+        return await self._server._read(self._server.tree.exists, path)
 
     async def children(self, path: str) -> list[str]:
         self._check()
-        return await self._server._run(self._server.tree.children, path)
+        return await self._server._read(self._server.tree.children, path)
 
     async def put(
         self,
@@ -203,7 +228,7 @@ class LocalSessionStore:
         sequential: bool = False,
     ) -> Stat:
         self._check()
-        result = await self._server._run(
+        result = await self._server._write(
             self._server.tree.put,
             path,
             value,
@@ -212,18 +237,15 @@ class LocalSessionStore:
             sequential=sequential,
             now_ms=self._server.clock.time_ms(),
         )
-        self._server._publish(result.notifications)
         return result.stat
 
     async def delete(self, path: str, expected_version: int | None = None) -> None:
         self._check()
-        notes = await self._server._run(self._server.tree.delete, path, expected_version)
-        self._server._publish(notes)
+        await self._server._write(self._server.tree.delete, path, expected_version)
 
     async def delete_recursive(self, path: str) -> None:
         self._check()
-        notes = await self._server._run(self._server.tree.delete_recursive, path)
-        self._server._publish(notes)
+        await self._server._write(self._server.tree.delete_recursive, path)
 
     def add_listener(self, listener: NotificationListener) -> None:
         self._listeners.append(listener)
@@ -244,9 +266,10 @@ class LocalSessionStore:
             return
         self._apply("close")
         self._server._forget(self._session_id)
-        notes = await self._server._run(self._server.tree.drop_session, self._session_id)
-        self._server._publish(notes)
         self._queue.clear()
+        await self._server._write(self._server.tree.drop_session, self._session_id)
+        if self._on_close is not None:
+            await self._on_close()
 
     # -- delivery ------------------------------------------------------------------------------
 
