@@ -7,6 +7,7 @@ database, and every acknowledged write must be there.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -40,7 +41,7 @@ WRITER = textwrap.dedent(
 )
 
 
-async def test_acknowledged_writes_survive_kill_9(tmp_path) -> None:
+def test_acknowledged_writes_survive_kill_9(tmp_path) -> None:
     db = str(tmp_path / "meta")
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, db], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -62,6 +63,10 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path) -> None:
     assert proc.returncode == -signal.SIGKILL
     assert len(acked) >= 150, f"writer acknowledged only {len(acked)} puts; stderr: {err[-2000:]}"
 
+    asyncio.run(_verify(db, acked))
+
+
+async def _verify(db: str, acked: list[int]) -> None:
     s = await create_metadata_store("rocksdb:" + db, clock=RealClock())
     try:
         keys = await s.children("/acked")
