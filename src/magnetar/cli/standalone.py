@@ -1,26 +1,100 @@
 """``magnetar standalone``: broker + bookie + local metadata in one process.
 
-Until the broker lands this command says honestly what exists and exits.
+Theory of operation: parse flags, merge them over the ``--config`` file and the
+standalone defaults (``magnetar.app.config``), run a
+:class:`~magnetar.app.standalone.Standalone` on one event loop (uvloop when
+installed), print exactly one line ``magnetar ready: pulsar://HOST:PORT
+http://HOST:PORT`` once both ports serve, and park until SIGTERM or SIGINT;
+then shut down cleanly (connections closed, storage flushed and closed) and
+exit 0.  A start failure prints one ``magnetar standalone: ...`` line on stderr
+and exits 1.  Port 0 picks a free port; the ready line shows the real one.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+EXIT_OK = 0
+EXIT_START_FAILED = 1
+EXIT_BAD_CONFIG = 2
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("standalone", help="run broker, bookie and metadata store in one process")
-    p.add_argument("--config", help="Pulsar-style key=value configuration file")
-    p.add_argument("--data-dir", default="data")
-    p.add_argument("--broker-port", type=int, default=6650)
-    p.add_argument("--web-port", type=int, default=8080)
-    p.add_argument("--advertised-address", default=None)
+    p = sub.add_parser(
+        "standalone",
+        help="run broker, bookie and metadata store in one process",
+        description="Run a broker, one bookie and a RocksDB metadata store in one process, "
+        "like Pulsar's `bin/pulsar standalone`.",
+    )
+    p.add_argument("--config", help="Pulsar standalone.conf-style key=value file (Pulsar key names)")
+    p.add_argument("--data-dir", default="data", help="where metadata and bookie data live (default ./data)")
+    p.add_argument(
+        "--broker-port", type=int, default=None, help="binary protocol port (default 6650; 0 = any)"
+    )
+    p.add_argument("--web-port", type=int, default=None, help="HTTP port (default 8080; 0 = any)")
+    p.add_argument(
+        "-a", "--advertised-address", default=None, help="host name put in lookups (default localhost)"
+    )
+    p.add_argument("--bind-address", default=None, help="listen address (default 0.0.0.0)")
+    p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
     p.set_defaults(func=run)
 
 
+def cli_overrides(args: argparse.Namespace) -> dict[str, str | None]:
+    """CLI flags as Pulsar keys (None = flag not given, the file or default applies)."""
+
+    def s(v: object) -> str | None:
+        return None if v is None else str(v)
+
+    return {
+        "brokerServicePort": s(args.broker_port),
+        "webServicePort": s(args.web_port),
+        "advertisedAddress": s(args.advertised_address),
+        "bindAddress": s(getattr(args, "bind_address", None)),
+    }
+
+
 def run(args: argparse.Namespace) -> int:
-    print(
-        "magnetar standalone: the broker is not built yet in this version; "
-        "what exists is the protocol codec and the storage layers (see README 'Status')."
+    from magnetar.app.config import ConfigError, load_standalone_config
+
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
     )
-    return 0
+    try:
+        config = load_standalone_config(args.config, data_dir=args.data_dir, overrides=cli_overrides(args))
+    except ConfigError as exc:
+        print(f"magnetar standalone: {exc}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    return run_event_loop(_serve(config))
+
+
+def run_event_loop(main: object) -> int:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)  # type: ignore[arg-type]
+    return uvloop.run(main)  # type: ignore[arg-type]
+
+
+async def _serve(config: object) -> int:
+    from magnetar.app.standalone import Standalone
+
+    standalone = Standalone(config)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, standalone.request_stop)
+    try:
+        await standalone.start()
+    except Exception as exc:
+        logging.getLogger(__name__).debug("start failed", exc_info=True)
+        print(f"magnetar standalone: failed to start: {exc}", file=sys.stderr, flush=True)
+        return EXIT_START_FAILED
+    print(standalone.ready_line, flush=True)
+    await standalone.run_until_stopped()
+    return EXIT_OK

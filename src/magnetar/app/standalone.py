@@ -1,0 +1,273 @@
+"""``Standalone``: broker + bookie + metadata store + HTTP in one process and one event loop.
+
+Theory of operation: this is a composition root.  It owns nothing but the
+order in which things start and stop:
+
+    start:  storage stack (metadata -> bookie -> ledger client -> managed ledgers)
+            -> bind the HTTP socket (so port 0 is resolved before lookups need it)
+            -> BrokerService binds the binary port, learns the web port, and
+               initialises cluster/tenant/namespaces on first start
+            -> uvicorn serves the FastAPI app on the bound socket, as a task
+               of this loop (``Server.serve``; never ``uvicorn.run``)
+            -> RUNNING: ``ready_line`` is what the CLI prints
+    stop:   HTTP server -> BrokerService (connections, producers, consumers,
+            topics, managed ledgers) -> storage stack, top-down.
+
+State machine (one place, :meth:`_move`)::
+
+    NEW --start--> STARTING --ok--> RUNNING --aclose--> STOPPING --> STOPPED
+                       \\--failure--> STOPPING --> STOPPED (start() re-raises)
+
+``aclose`` is idempotent and safe from any state; ``wait_closed`` lets a
+caller (the CLI) park until a signal handler has called ``request_stop``.
+Uvicorn's own signal capture is disabled: the process owner (the CLI) installs
+SIGTERM/SIGINT handlers on the loop and calls ``request_stop``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import uvicorn
+
+from magnetar.app.config import StandaloneConfig
+from magnetar.app.storage import StorageStack, open_standalone_storage
+from magnetar.runtime import Clock, RealClock, Rng
+from magnetar.web.app import create_app
+
+log = logging.getLogger(__name__)
+
+# Bounds on shutdown steps: a stuck component must not keep the process alive forever.
+HTTP_STOP_TIMEOUT_S = 5.0
+BROKER_STOP_TIMEOUT_S = 30.0
+STORAGE_STOP_TIMEOUT_S = 30.0
+HTTP_START_TIMEOUT_S = 10.0
+
+
+class StandaloneState(enum.Enum):
+    NEW = "new"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+_TRANSITIONS: dict[StandaloneState, frozenset[StandaloneState]] = {
+    StandaloneState.NEW: frozenset({StandaloneState.STARTING, StandaloneState.STOPPED}),
+    StandaloneState.STARTING: frozenset({StandaloneState.RUNNING, StandaloneState.STOPPING}),
+    StandaloneState.RUNNING: frozenset({StandaloneState.STOPPING}),
+    StandaloneState.STOPPING: frozenset({StandaloneState.STOPPED}),
+    StandaloneState.STOPPED: frozenset(),
+}
+
+
+class StandaloneError(Exception):
+    """Start was refused (wrong state) or a component failed to come up."""
+
+
+class _InLoopServer(uvicorn.Server):
+    """uvicorn's Server without its signal capture (the process owner handles signals)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class Standalone:
+    def __init__(
+        self,
+        config: StandaloneConfig,
+        *,
+        clock: Clock | None = None,
+        rng: Rng | None = None,
+        storage: StorageStack | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock or RealClock()
+        self.rng = rng or Rng()
+        self.state = StandaloneState.NEW
+        self._storage = storage
+        self._owns_storage = storage is None
+        self.broker_service: Any = None
+        self._http: _InLoopServer | None = None
+        self._http_task: asyncio.Task[None] | None = None
+        self._http_socket: socket.socket | None = None
+        self._stop_requested = asyncio.Event()
+        self._closed = asyncio.Event()
+        self.broker_port: int = 0
+        self.web_port: int = 0
+
+    # --- state machine -------------------------------------------------------------------------
+
+    def _move(self, to: StandaloneState) -> None:
+        if to not in _TRANSITIONS[self.state]:
+            raise StandaloneError(f"standalone cannot go from {self.state.value} to {to.value}")
+        log.debug("standalone %s -> %s", self.state.value, to.value)
+        self.state = to
+
+    # --- addresses ----------------------------------------------------------------------------
+
+    @property
+    def advertised_address(self) -> str:
+        return self.config.advertised_address
+
+    @property
+    def broker_url(self) -> str:
+        return f"pulsar://{self.advertised_address}:{self.broker_port}"
+
+    @property
+    def web_url(self) -> str:
+        return f"http://{self.advertised_address}:{self.web_port}"
+
+    @property
+    def ready_line(self) -> str:
+        return f"magnetar ready: {self.broker_url} {self.web_url}"
+
+    # --- start ----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._move(StandaloneState.STARTING)
+        try:
+            await self._start_components()
+        except BaseException:
+            await self._shutdown()
+            raise
+        self._move(StandaloneState.RUNNING)
+
+    async def _start_components(self) -> None:
+        from magnetar.broker.config import config_from_properties
+        from magnetar.broker.service import BrokerService
+
+        if self._storage is None:
+            self._storage = await open_standalone_storage(self.config, clock=self.clock, rng=self.rng)
+        broker_config = config_from_properties(self._broker_properties())
+        self._http_socket = _bind_tcp(self.config.bind_address, self.config.web_port)
+        self.web_port = self._http_socket.getsockname()[1]
+
+        svc = BrokerService(
+            broker_config, self._storage.metadata_store, self._storage.ml_factory, self.clock, self.rng
+        )
+        self.broker_service = svc
+        await svc.serve(self.config.bind_address, self.config.broker_port)
+        self.broker_port = svc.broker_port
+        svc.set_web_service_port(self.web_port)
+        await svc.start()
+        await self._start_http(svc)
+
+    def _broker_properties(self) -> dict[str, str]:
+        props = dict(self.config.properties)
+        props["advertisedAddress"] = self.config.advertised_address
+        props["clusterName"] = self.config.cluster_name
+        return props
+
+    async def _start_http(self, svc: Any) -> None:
+        app = create_app(svc)
+        uv_config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            loop="none",
+            timeout_graceful_shutdown=int(HTTP_STOP_TIMEOUT_S),
+        )
+        self._http = _InLoopServer(uv_config)
+        assert self._http_socket is not None
+        self._http_task = asyncio.get_running_loop().create_task(
+            self._http.serve(sockets=[self._http_socket]), name="standalone:http"
+        )
+        async with asyncio.timeout(HTTP_START_TIMEOUT_S):
+            while not self._http.started:
+                if self._http_task.done():
+                    self._http_task.result()  # raises the start failure
+                    raise StandaloneError("the HTTP server stopped during start-up")
+                await asyncio.sleep(0.005)
+
+    # --- stop -----------------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Ask ``run_until_stopped`` to shut down (safe from a signal handler on the loop)."""
+        self._stop_requested.set()
+
+    async def run_until_stopped(self) -> None:
+        await self._stop_requested.wait()
+        await self.aclose()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    async def aclose(self) -> None:
+        if self.state is StandaloneState.STOPPED:
+            return
+        if self.state is StandaloneState.STOPPING:
+            await self._closed.wait()
+            return
+        if self.state is StandaloneState.NEW:
+            self._move(StandaloneState.STOPPED)
+            self._closed.set()
+            return
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        self._move(StandaloneState.STOPPING)
+        try:
+            await self._stop_http()
+            if self.broker_service is not None:
+                await _bounded("broker service", self.broker_service.aclose(), BROKER_STOP_TIMEOUT_S)
+            if self._storage is not None and self._owns_storage:
+                await _bounded("storage", self._storage.aclose(), STORAGE_STOP_TIMEOUT_S)
+        finally:
+            if self._http_socket is not None:
+                self._http_socket.close()
+            self._move(StandaloneState.STOPPED)
+            self._closed.set()
+
+    async def _stop_http(self) -> None:
+        if self._http is None or self._http_task is None:
+            return
+        self._http.should_exit = True
+        try:
+            async with asyncio.timeout(HTTP_STOP_TIMEOUT_S + 1):
+                await asyncio.shield(self._http_task)
+        except TimeoutError:
+            self._http.force_exit = True
+            self._http_task.cancel()
+            await asyncio.gather(self._http_task, return_exceptions=True)
+        except Exception:
+            log.exception("the HTTP server failed")
+
+    async def __aenter__(self) -> Standalone:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def _bounded(what: str, coro: Any, timeout_s: float) -> None:
+    try:
+        async with asyncio.timeout(timeout_s):
+            await coro
+    except TimeoutError:
+        log.error("closing the %s took longer than %.0f s; giving up on it", what, timeout_s)
+    except Exception:
+        log.exception("closing the %s failed", what)
+
+
+def _bind_tcp(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise StandaloneError(f"cannot listen on {host}:{port} for HTTP: {exc.strerror or exc}") from exc
+    return sock
