@@ -89,6 +89,10 @@ class DiskFullError(BookieError):
     code = BookieErrorCode.DISK_FULL
 
 
+class TooManyRequestsError(BookieError):
+    code = BookieErrorCode.TOO_MANY_REQUESTS
+
+
 ERRORS_BY_CODE: dict[int, type[BookieError]] = {
     cls.code: cls
     for cls in (
@@ -101,6 +105,7 @@ ERRORS_BY_CODE: dict[int, type[BookieError]] = {
         BookieUnavailableError,
         BadRequestError,
         DiskFullError,
+        TooManyRequestsError,
     )
 }
 

@@ -55,7 +55,9 @@ def parse_header(entry: bytes | memoryview) -> EntryHeader:
     return EntryHeader(*_HEADER.unpack_from(entry, 0))
 
 
-def decode_entry(entry: bytes, expect_ledger: int | None = None, expect_entry: int | None = None) -> tuple[EntryHeader, bytes]:
+def decode_entry(
+    entry: bytes, expect_ledger: int | None = None, expect_entry: int | None = None
+) -> tuple[EntryHeader, bytes]:
     """Verify the digest and return (header, payload)."""
     header = parse_header(entry)
     mv = memoryview(entry)

@@ -1,0 +1,218 @@
+"""Entry logs: where checkpointed entries of many ledgers live, interleaved.
+
+Theory of operation (BookKeeper's EntryLogger): a checkpoint appends the
+write cache's entries, sorted by (ledger, entry), to the *active* entry log
+``{ledger_dir}/current/{id:016x}.log`` in one write followed by one fsync.
+Each record is ``u32 length | u32 CRC32-C | u64 ledger | u64 entry | data``
+(length and CRC cover ledger, entry and data), so a read verifies what it
+returns and compaction can walk a log record by record.  A log file starts
+with a 12-byte header (magic ``MGE1`` + log id).
+
+The active log rotates once it passes ``logSizeLimit``; finished logs are
+immutable until garbage collection rewrites their live entries elsewhere and
+deletes them.  A restart always starts a new active log, so bytes a crashed
+checkpoint wrote past what the index knows are never appended to; they are
+dead weight that compaction reclaims.
+
+The logger also counts, per log, how many bytes each ledger has in it
+(``usage``).  The storage persists those counts with the index so GC can
+compute a log's live fraction without reading it.
+
+All methods block; the storage calls them on its executor (one thread, so
+checkpoint flushes and compaction rewrites never interleave).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import crc32c
+
+from magnetar.bookie.disk import AppendFile, Disk
+from magnetar.bookie.index import Location
+
+LOG_MAGIC = b"MGE1"
+_FILE_HEADER = struct.Struct(">4sQ")
+FILE_HEADER_SIZE = _FILE_HEADER.size
+_REC = struct.Struct(">IIQQ")
+RECORD_OVERHEAD = _REC.size
+_MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+
+class EntryLogCorruption(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEntry:
+    location: Location
+    ledger_id: int
+    entry_id: int
+    data: bytes
+
+
+def log_file_name(log_id: int) -> str:
+    return f"{log_id:016x}.log"
+
+
+def parse_log_file_name(name: str) -> int | None:
+    if not name.endswith(".log"):
+        return None
+    try:
+        return int(name[:-4], 16)
+    except ValueError:
+        return None
+
+
+def encode_record(ledger_id: int, entry_id: int, data: bytes) -> bytes:
+    head = struct.pack(">QQ", ledger_id, entry_id)
+    crc = crc32c.crc32c(data, crc32c.crc32c(head))
+    return struct.pack(">II", len(head) + len(data), crc) + head + data
+
+
+class EntryLogger:
+    def __init__(self, directory: str, disk: Disk, size_limit_bytes: int) -> None:
+        self.directory = directory
+        self._disk = disk
+        self._size_limit_bytes = size_limit_bytes
+        self._active: AppendFile | None = None
+        self.active_log_id = -1
+        self._next_log_id = 1
+        self.active_usage: dict[int, int] = {}
+
+    def open(self) -> None:
+        self._disk.makedirs(self.directory)
+        ids = self.log_ids()
+        self._next_log_id = (ids[-1] + 1) if ids else 1
+
+    def log_ids(self) -> list[int]:
+        ids = (parse_log_file_name(n) for n in self._disk.listdir(self.directory))
+        return sorted(i for i in ids if i is not None)
+
+    def path(self, log_id: int) -> str:
+        return f"{self.directory}/{log_file_name(log_id)}"
+
+    def log_size(self, log_id: int) -> int:
+        return self._disk.size(self.path(log_id))
+
+    def total_bytes(self) -> int:
+        return sum(self.log_size(i) for i in self.log_ids())
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def append_batch(
+        self, entries: list[tuple[int, int, bytes]]
+    ) -> tuple[list[Location], dict[int, dict[int, int]]]:
+        """Append and fsync; returns the locations and the usage of every log touched
+        (``{log_id: {ledger: bytes}}``, to persist with the index)."""
+        locations: list[Location] = []
+        touched: dict[int, dict[int, int]] = {}
+        chunk: list[bytes] = []
+        for ledger_id, entry_id, data in entries:
+            if self._active is None or self._active.size >= self._size_limit_bytes:
+                if chunk:
+                    self._write(chunk)
+                    chunk = []
+                if self._active is not None:
+                    touched[self.active_log_id] = dict(self.active_usage)
+                self._rotate()
+            assert self._active is not None
+            rec = encode_record(ledger_id, entry_id, data)
+            offset = self._active.size + sum(len(c) for c in chunk)
+            chunk.append(rec)
+            locations.append(Location(self.active_log_id, offset, len(rec)))
+            self.active_usage[ledger_id] = self.active_usage.get(ledger_id, 0) + len(rec)
+            if offset + len(rec) - self._active.size >= 4 * 1024 * 1024:
+                self._write(chunk)
+                chunk = []
+        if chunk:
+            self._write(chunk)
+        if self._active is not None:
+            self._active.fsync()
+            touched[self.active_log_id] = dict(self.active_usage)
+        return locations, touched
+
+    def _write(self, chunk: list[bytes]) -> None:
+        assert self._active is not None
+        start = self._active.size
+        try:
+            self._active.write(b"".join(chunk))
+        except OSError:
+            try:
+                self._active.truncate(start)
+            except OSError:
+                pass
+            raise
+
+    def _rotate(self) -> None:
+        if self._active is not None:
+            self._active.fsync()
+            self._active.close()
+            self._active = None
+        log_id = self._next_log_id
+        f = self._disk.open_append(self.path(log_id))
+        try:
+            f.write(_FILE_HEADER.pack(LOG_MAGIC, log_id))
+            f.fsync()
+            self._disk.sync_dir(self.directory)
+        except OSError:
+            f.close()
+            self._disk.delete(self.path(log_id))
+            raise
+        self._active = f
+        self.active_log_id = log_id
+        self._next_log_id = log_id + 1
+        self.active_usage = {}
+
+    def roll(self) -> None:
+        """Finish the active log (next append starts a new one)."""
+        if self._active is not None:
+            self._active.fsync()
+            self._active.close()
+            self._active = None
+            self.active_log_id = -1
+            self.active_usage = {}
+
+    def close(self) -> None:
+        self.roll()
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def read(self, loc: Location, ledger_id: int, entry_id: int) -> bytes:
+        raw = self._disk.read_at(self.path(loc.log_id), loc.offset, loc.length)
+        entry = _decode(raw, loc)
+        if entry.ledger_id != ledger_id or entry.entry_id != entry_id:
+            raise EntryLogCorruption(
+                f"log {loc.log_id} offset {loc.offset} holds {entry.ledger_id}:{entry.entry_id}, "
+                f"expected {ledger_id}:{entry_id}"
+            )
+        return entry.data
+
+    def scan(self, log_id: int) -> Iterator[LoggedEntry]:
+        """Every intact record of a log, in order (stops at a torn tail)."""
+        buf = self._disk.read_all(self.path(log_id))
+        pos = FILE_HEADER_SIZE
+        while pos + RECORD_OVERHEAD <= len(buf):
+            length = struct.unpack_from(">I", buf, pos)[0]
+            total = 8 + length
+            if length < 16 or length > _MAX_RECORD_BYTES or pos + total > len(buf):
+                return
+            try:
+                yield _decode(buf[pos : pos + total], Location(log_id, pos, total))
+            except EntryLogCorruption:
+                return
+            pos += total
+
+
+def _decode(raw: bytes, loc: Location) -> LoggedEntry:
+    if len(raw) < RECORD_OVERHEAD:
+        raise EntryLogCorruption(f"short read at log {loc.log_id} offset {loc.offset}")
+    length, crc, ledger_id, entry_id = _REC.unpack_from(raw, 0)
+    if 8 + length != len(raw):
+        raise EntryLogCorruption(f"bad record length at log {loc.log_id} offset {loc.offset}")
+    mv = memoryview(raw)
+    if crc32c.crc32c(mv[8:]) != crc:
+        raise EntryLogCorruption(f"CRC mismatch at log {loc.log_id} offset {loc.offset}")
+    return LoggedEntry(loc, ledger_id, entry_id, bytes(mv[RECORD_OVERHEAD:]))

@@ -1,0 +1,400 @@
+"""The journal: every add is written here and fsynced before it is acknowledged.
+
+Theory of operation (BookKeeper's Journal):
+
+* Records are appended to journal files ``{journal_dir}/current/{id:016x}.txn``.
+  Each file starts with a 12-byte header (magic ``MGJ1`` + file id) and holds
+  records framed as ``u32 body length | u32 CRC32-C(body) | body`` where the
+  body is ``u8 type | u64 ledger | i64 entry | data``.  Types: ADD (data = the
+  framed entry), MASTER_KEY (data = the ledger's key) and FENCE.
+* Group commit: ``append`` queues the encoded record (bounded queue,
+  ``journalQueueSize``) and waits.  One writer task takes everything queued,
+  waits up to ``journalMaxGroupWaitMSec`` for more while the group is below
+  ``journalBufferedWritesThreshold`` bytes and
+  ``journalBufferedEntriesThreshold`` records, then writes the whole group
+  and fsyncs once on the journal's own executor thread.  While that fsync
+  runs, the next group builds up in the queue.  Only then are the appends
+  completed (with ``journalSyncData=false`` the fsync is skipped: the add is
+  acknowledged once the OS has the bytes).
+* Each record may carry an ``on_durable`` callback, run on the event loop
+  right after the fsync and *before* :attr:`Journal.synced_position` moves
+  past it.  The storage inserts the entry into its write cache there, so a
+  checkpoint that reads ``synced_position`` and swaps the write cache in one
+  synchronous step never loses an entry between the two (see storage.py).
+* Files rotate at ``journalMaxSizeMB``.  A checkpoint names a
+  :class:`JournalPosition`; files wholly before it are deleted.
+* A failed write (ENOSPC, EIO) fails every add of its group (none is
+  acknowledged) and cuts the file back to where the group started, so the
+  journal never holds a half record in the middle.  If even that fails the
+  journal is *broken* and refuses further appends.
+* Replay (restart): records from the checkpoint mark onward are read back in
+  order.  The first record whose length runs past the end of the file or
+  whose CRC does not match is a torn tail (a crash mid-write): the file is
+  truncated there, and nothing after it is trusted.  A fresh file is then
+  started for new writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import errno
+import logging
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import crc32c
+
+from magnetar.bookie.api import BookieError, BookieUnavailableError, DiskFullError, TooManyRequestsError
+from magnetar.bookie.disk import AppendFile, Disk
+from magnetar.runtime import BlockingExecutor, Clock, TaskSupervisor
+
+log = logging.getLogger(__name__)
+
+FILE_MAGIC = b"MGJ1"
+_FILE_HEADER = struct.Struct(">4sQ")
+FILE_HEADER_SIZE = _FILE_HEADER.size
+_FRAME = struct.Struct(">II")
+_BODY_HEADER = struct.Struct(">BQq")
+RECORD_OVERHEAD = _FRAME.size + _BODY_HEADER.size
+MAX_RECORD_BYTES = 64 * 1024 * 1024  # a length beyond this is garbage, not a record
+_APPEND_QUEUE_TIMEOUT_S = 30.0
+_CLOSE_DRAIN_TIMEOUT_S = 10.0
+
+
+class RecordType(enum.IntEnum):
+    ADD = 1
+    MASTER_KEY = 2
+    FENCE = 3
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class JournalPosition:
+    file_id: int
+    offset: int
+
+    def encode(self) -> bytes:
+        return struct.pack(">QQ", self.file_id, self.offset)
+
+    @classmethod
+    def decode(cls, data: bytes) -> JournalPosition:
+        return cls(*struct.unpack(">QQ", data[:16]))
+
+
+START = JournalPosition(0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRecord:
+    type: RecordType
+    ledger_id: int
+    entry_id: int
+    data: bytes
+
+    def encode(self) -> bytes:
+        body = _BODY_HEADER.pack(self.type, self.ledger_id, self.entry_id) + self.data
+        return _FRAME.pack(len(body), crc32c.crc32c(body)) + body
+
+
+@dataclass(slots=True)
+class _Pending:
+    data: bytes
+    future: asyncio.Future[JournalPosition]
+    on_durable: Callable[[], None] | None = None
+
+
+@dataclass(slots=True)
+class ScanResult:
+    records: list[JournalRecord] = field(default_factory=list)
+    good_end: int = 0  # offset just past the last intact record
+    torn: bool = False  # something unreadable follows good_end
+
+
+def scan_records(buf: bytes | memoryview, start: int) -> ScanResult:
+    """Parse records from ``buf[start:]``; stop at the first torn or corrupt one."""
+    mv = memoryview(buf)
+    out = ScanResult(good_end=start)
+    pos = start
+    while pos < len(mv):
+        if len(mv) - pos < _FRAME.size:
+            out.torn = True
+            break
+        length, crc = _FRAME.unpack_from(mv, pos)
+        end = pos + _FRAME.size + length
+        if length < _BODY_HEADER.size or length > MAX_RECORD_BYTES or end > len(mv):
+            out.torn = True
+            break
+        body = mv[pos + _FRAME.size : end]
+        if crc32c.crc32c(body) != crc:
+            out.torn = True
+            break
+        rtype, ledger_id, entry_id = _BODY_HEADER.unpack_from(body, 0)
+        try:
+            kind = RecordType(rtype)
+        except ValueError:
+            out.torn = True
+            break
+        out.records.append(JournalRecord(kind, ledger_id, entry_id, bytes(body[_BODY_HEADER.size :])))
+        pos = end
+        out.good_end = pos
+    return out
+
+
+def journal_file_name(file_id: int) -> str:
+    return f"{file_id:016x}.txn"
+
+
+def parse_journal_file_name(name: str) -> int | None:
+    if not name.endswith(".txn"):
+        return None
+    try:
+        return int(name[:-4], 16)
+    except ValueError:
+        return None
+
+
+class Journal:
+    def __init__(
+        self,
+        directory: str,
+        disk: Disk,
+        executor: BlockingExecutor,
+        clock: Clock,
+        supervisor: TaskSupervisor,
+        *,
+        sync_data: bool = True,
+        max_group_wait_ms: float = 2.0,
+        group_bytes_max: int = 512 * 1024,
+        group_records_max: int = 1000,
+        file_size_max_bytes: int = 2 * 1024 * 1024 * 1024,
+        queue_size: int = 10_000,
+    ) -> None:
+        self.directory = f"{directory}/current"
+        self._disk = disk
+        self._executor = executor
+        self._clock = clock
+        self._supervisor = supervisor
+        self._sync_data = sync_data
+        self._max_group_wait_s = max(0.0, max_group_wait_ms / 1000.0)
+        self._group_bytes_max = max(1, group_bytes_max)
+        self._group_records_max = max(1, group_records_max or 1_000_000)
+        self._file_size_max_bytes = file_size_max_bytes
+        self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=max(1, queue_size))
+        self._file: AppendFile | None = None
+        self._file_id = 0
+        self._next_file_id = 1
+        self._writer: asyncio.Task[None] | None = None
+        self._closed = False
+        self.broken: BaseException | None = None
+        self.synced_position = START
+        self.stats = {"groups": 0, "records": 0, "bytes": 0, "fsyncs": 0}
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def replay(self, mark: JournalPosition, apply: Callable[[JournalRecord], None]) -> int:
+        """Feed every record at or after ``mark`` to ``apply`` in order; returns the count.
+        Torn tails are truncated.  Must run before :meth:`start`."""
+        await self._executor.run(self._disk.makedirs, self.directory)
+        ids = await self._executor.run(self._list_ids)
+        count = 0
+        for file_id in ids:
+            if file_id < mark.file_id:
+                continue
+            start = mark.offset if file_id == mark.file_id and mark.offset > 0 else FILE_HEADER_SIZE
+            for rec in await self._executor.run(self._replay_file, file_id, start):
+                apply(rec)
+                count += 1
+        self._next_file_id = (ids[-1] + 1) if ids else max(1, mark.file_id + 1)
+        return count
+
+    def _list_ids(self) -> list[int]:
+        ids = [parse_journal_file_name(n) for n in self._disk.listdir(self.directory)]
+        return sorted(i for i in ids if i is not None)
+
+    def _replay_file(self, file_id: int, start: int) -> list[JournalRecord]:
+        path = f"{self.directory}/{journal_file_name(file_id)}"
+        buf = self._disk.read_all(path)
+        if len(buf) < FILE_HEADER_SIZE:
+            log.warning("journal %s: header torn (%d bytes); truncating to empty", path, len(buf))
+            self._disk.truncate(path, 0)
+            return []
+        magic, fid = _FILE_HEADER.unpack_from(buf, 0)
+        if magic != FILE_MAGIC or fid != file_id:
+            raise BookieError(f"journal file {path} has a bad header ({magic!r}, id {fid})")
+        result = scan_records(buf, max(start, FILE_HEADER_SIZE))
+        if result.torn:
+            log.warning(
+                "journal %s: torn tail at offset %d (%d bytes dropped), %d records replayed",
+                path,
+                result.good_end,
+                len(buf) - result.good_end,
+                len(result.records),
+            )
+            self._disk.truncate(path, result.good_end)
+        return result.records
+
+    def start(self) -> None:
+        if self._writer is None:
+            self._writer = self._supervisor.spawn(self._run(), name="journal-writer")
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        deadline = self._clock.monotonic() + _CLOSE_DRAIN_TIMEOUT_S
+        while not self._queue.empty() and self._clock.monotonic() < deadline and self.broken is None:
+            await self._clock.sleep(0.005)
+        if self._writer is not None:
+            self._writer.cancel()
+            await asyncio.gather(self._writer, return_exceptions=True)
+        while not self._queue.empty():
+            p = self._queue.get_nowait()
+            if not p.future.done():
+                p.future.set_exception(BookieUnavailableError("journal closed"))
+        if self._file is not None:
+            await self._executor.run(self._close_file)
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.fsync()
+            finally:
+                self._file.close()
+                self._file = None
+
+    # --- appends --------------------------------------------------------------------------
+
+    async def append(
+        self, record: JournalRecord, on_durable: Callable[[], None] | None = None
+    ) -> JournalPosition:
+        """Write ``record``; returns once it is durable (group commit)."""
+        if self._closed:
+            raise BookieUnavailableError("journal closed")
+        if self.broken is not None:
+            raise BookieError(f"journal is broken: {self.broken}")
+        fut: asyncio.Future[JournalPosition] = asyncio.get_running_loop().create_future()
+        item = _Pending(record.encode(), fut, on_durable)
+        try:
+            self._queue.put_nowait(item)
+        except asyncio.QueueFull:
+            try:
+                await asyncio.wait_for(self._queue.put(item), _APPEND_QUEUE_TIMEOUT_S)
+            except TimeoutError:
+                raise TooManyRequestsError("journal queue full") from None
+        return await fut
+
+    async def _run(self) -> None:
+        while True:
+            batch = await self._take_group()
+            try:
+                pos = await self._executor.run(self._write_group, [p.data for p in batch])
+            except OSError as exc:
+                err: BookieError
+                if exc.errno == errno.ENOSPC:
+                    err = DiskFullError(f"journal write failed: {exc}")
+                else:
+                    err = BookieError(f"journal write failed: {exc}")
+                for p in batch:
+                    if not p.future.done():
+                        p.future.set_exception(err)
+                continue
+            except BaseException as exc:
+                for p in batch:
+                    if not p.future.done():
+                        p.future.set_exception(BookieUnavailableError(f"journal stopped: {exc!r}"))
+                raise
+            for p in batch:
+                if p.on_durable is not None:
+                    p.on_durable()
+            self.synced_position = pos
+            for p in batch:
+                if not p.future.done():
+                    p.future.set_result(pos)
+
+    async def _take_group(self) -> list[_Pending]:
+        first = await self._queue.get()
+        batch = [first]
+        nbytes = len(first.data)
+        deadline = self._clock.monotonic() + self._max_group_wait_s
+        waited = False
+        while len(batch) < self._group_records_max and nbytes < self._group_bytes_max:
+            if not self._queue.empty():
+                item = self._queue.get_nowait()
+                batch.append(item)
+                nbytes += len(item.data)
+                continue
+            remaining = deadline - self._clock.monotonic()
+            if waited or remaining <= 0:
+                break
+            waited = True
+            await self._clock.sleep(remaining)
+        return batch
+
+    def _write_group(self, chunks: list[bytes]) -> JournalPosition:
+        """On the journal thread: one write, one fsync."""
+        if self.broken is not None:
+            raise OSError(errno.EIO, f"journal broken: {self.broken}")
+        if self._file is None or self._file.size >= self._file_size_max_bytes:
+            self._rotate()
+        f = self._file
+        assert f is not None
+        start = f.size
+        data = b"".join(chunks)
+        try:
+            f.write(data)
+            if self._sync_data:
+                f.fsync()
+                self.stats["fsyncs"] += 1
+        except OSError:
+            try:
+                f.truncate(start)
+                f.fsync()
+            except OSError as exc2:
+                self.broken = exc2
+            raise
+        self.stats["groups"] += 1
+        self.stats["records"] += len(chunks)
+        self.stats["bytes"] += len(data)
+        return JournalPosition(self._file_id, f.size)
+
+    def _rotate(self) -> None:
+        if self._file is not None:
+            self._file.fsync()
+            self._file.close()
+            self._file = None
+        file_id = self._next_file_id
+        self._disk.makedirs(self.directory)
+        f = self._disk.open_append(f"{self.directory}/{journal_file_name(file_id)}")
+        try:
+            if f.size:
+                f.truncate(0)
+            f.write(_FILE_HEADER.pack(FILE_MAGIC, file_id))
+            f.fsync()
+            self._disk.sync_dir(self.directory)
+        except OSError:
+            f.close()
+            raise
+        self._file = f
+        self._file_id = file_id
+        self._next_file_id = file_id + 1
+
+    # --- checkpoints ------------------------------------------------------------------------
+
+    async def delete_files_before(self, mark: JournalPosition) -> int:
+        """Delete journal files wholly before ``mark`` (never the one being written)."""
+        return await self._executor.run(self._delete_before, mark)
+
+    def _delete_before(self, mark: JournalPosition) -> int:
+        n = 0
+        for file_id in self._list_ids():
+            if file_id < mark.file_id and file_id != self._file_id:
+                self._disk.delete(f"{self.directory}/{journal_file_name(file_id)}")
+                n += 1
+        return n
+
+    def file_ids(self) -> Iterator[int]:
+        return iter(self._list_ids())
+
+    def statistics(self) -> dict[str, int]:
+        return {**self.stats, "queued": self._queue.qsize(), "file_id": self._file_id}

@@ -1,0 +1,186 @@
+"""LedgerStorage: add/read, fencing, master key, checkpoint, restart replay."""
+
+from __future__ import annotations
+
+import pytest
+
+from magnetar.bookie.api import (
+    LAST_ENTRY,
+    BadRequestError,
+    BookieReadOnlyError,
+    LedgerFencedError,
+    NoSuchEntryError,
+    NoSuchLedgerError,
+    UnauthorizedAccessError,
+)
+from magnetar.bookie.config import BookieConfig
+from magnetar.bookie.entry_format import decode_entry, encode_entry
+from magnetar.bookie.local_client import LocalBookieClient
+from magnetar.bookie.storage import LedgerStorage
+
+KEY = b"secret"
+
+
+def entry(ledger: int, eid: int, payload: bytes | None = None, lac: int | None = None) -> bytes:
+    payload = payload if payload is not None else f"payload-{ledger}-{eid}".encode() * 3
+    return encode_entry(ledger, eid, eid - 1 if lac is None else lac, 0, payload)
+
+
+def make_config(tmp_path, **kw) -> BookieConfig:
+    return BookieConfig.for_data_dir(str(tmp_path), journal_max_group_wait_ms=0, **kw)
+
+
+async def open_storage(tmp_path, **kw) -> LedgerStorage:
+    s = LedgerStorage(make_config(tmp_path, **kw), bookie_id="bk-test")
+    await s.open()
+    return s
+
+
+async def test_add_then_read_back_from_cache_and_after_checkpoint(tmp_path):
+    s = await open_storage(tmp_path)
+    try:
+        for i in range(20):
+            await s.add_entry(1, i, KEY, entry(1, i))
+        assert await s.read_entry(1, 5) == entry(1, 5)
+        await s.checkpoint()
+        for i in range(20):
+            data = await s.read_entry(1, i)
+            header, payload = decode_entry(data, 1, i)
+            assert payload == f"payload-1-{i}".encode() * 3
+        assert await s.read_entry(1, LAST_ENTRY) == entry(1, 19)
+        assert await s.read_lac(1) == 18
+        with pytest.raises(NoSuchEntryError):
+            await s.read_entry(1, 99)
+        with pytest.raises(NoSuchLedgerError):
+            await s.read_entry(2, 0)
+        assert await s.read_lac(2) == -1
+    finally:
+        await s.aclose()
+
+
+async def test_bad_requests_and_master_key(tmp_path):
+    s = await open_storage(tmp_path)
+    try:
+        with pytest.raises(BadRequestError):
+            await s.add_entry(1, 0, KEY, b"short")
+        with pytest.raises(BadRequestError):
+            await s.add_entry(1, 1, KEY, entry(1, 0))  # header disagrees with request
+        await s.add_entry(1, 0, KEY, entry(1, 0))
+        with pytest.raises(UnauthorizedAccessError):
+            await s.add_entry(1, 1, b"other", entry(1, 1))
+    finally:
+        await s.aclose()
+
+
+async def test_fencing_blocks_normal_adds_not_recovery_adds_and_survives_restart(tmp_path):
+    s = await open_storage(tmp_path)
+    await s.add_entry(7, 0, KEY, entry(7, 0))
+    await s.add_entry(7, 1, KEY, entry(7, 1))
+    last = await s.read_entry(7, LAST_ENTRY, fence=True, master_key=KEY)
+    assert last == entry(7, 1)
+    with pytest.raises(LedgerFencedError):
+        await s.add_entry(7, 2, KEY, entry(7, 2))
+    await s.add_entry(7, 2, KEY, entry(7, 2), recovery=True)
+    with pytest.raises(UnauthorizedAccessError):
+        await s.read_entry(7, 0, fence=True, master_key=b"wrong")
+    # fencing a ledger this bookie never saw creates it fenced, with no entries
+    with pytest.raises(NoSuchEntryError):
+        await s.read_entry(8, LAST_ENTRY, fence=True, master_key=KEY)
+    await s.aclose()
+    # kill-style restart is covered elsewhere; here: a clean restart keeps the fence
+    s2 = await open_storage(tmp_path)
+    try:
+        with pytest.raises(LedgerFencedError):
+            await s2.add_entry(7, 3, KEY, entry(7, 3))
+        with pytest.raises(LedgerFencedError):
+            await s2.add_entry(8, 0, KEY, entry(8, 0))
+        assert await s2.read_entry(7, 2) == entry(7, 2)
+    finally:
+        await s2.aclose()
+
+
+async def test_restart_replays_journal_written_after_the_last_checkpoint(tmp_path):
+    s = await open_storage(tmp_path)
+    for i in range(10):
+        await s.add_entry(3, i, KEY, entry(3, i))
+    await s.checkpoint()
+    for i in range(10, 25):
+        await s.add_entry(3, i, KEY, entry(3, i))
+    # simulate a crash: stop without the final checkpoint (abandon the process state)
+    await s.journal.aclose()
+    await s.supervisor.aclose()
+    s.index.close()
+    s2 = await open_storage(tmp_path)
+    try:
+        assert s2.mark >= s.mark
+        for i in range(25):
+            assert await s2.read_entry(3, i) == entry(3, i)
+        assert await s2.read_entry(3, LAST_ENTRY) == entry(3, 24)
+        assert await s2.read_lac(3) == 23
+    finally:
+        await s2.aclose()
+
+
+async def test_checkpoint_deletes_old_journal_files(tmp_path):
+    s = await open_storage(tmp_path, journal_max_size_mb=0)  # rotate on every group
+    try:
+        for i in range(6):
+            await s.add_entry(1, i, KEY, entry(1, i))
+        assert len(list(s.journal.file_ids())) >= 6
+        await s.checkpoint()
+        await s.add_entry(1, 6, KEY, entry(1, 6))
+        await s.checkpoint()
+        assert len(list(s.journal.file_ids())) <= 2
+        for i in range(7):
+            assert await s.read_entry(1, i) == entry(1, i)
+    finally:
+        await s.aclose()
+
+
+async def test_write_cache_full_triggers_flush(tmp_path):
+    s = await open_storage(tmp_path, write_cache_max_size_mb=1)
+    try:
+        big = b"x" * 100_000
+        for i in range(40):  # 4 MB through a 1 MB cache
+            await s.add_entry(1, i, KEY, entry(1, i, big))
+        assert s.statistics()["write_cache_bytes"] <= 1024 * 1024 + 200_000
+        for i in range(40):
+            assert await s.read_entry(1, i) == entry(1, i, big)
+    finally:
+        await s.aclose()
+
+
+async def test_read_only_refuses_adds_but_serves_reads(tmp_path):
+    s = await open_storage(tmp_path)
+    client = LocalBookieClient(s)
+    try:
+        await client.add_entry(1, 0, KEY, entry(1, 0))
+        s.set_read_only(True, "test")
+        with pytest.raises(BookieReadOnlyError):
+            await client.add_entry(1, 1, KEY, entry(1, 1))
+        assert await client.read_entry(1, 0) == entry(1, 0)
+        info = await client.get_info()
+        assert info.read_only and info.bookie_id == "bk-test" and info.total_disk_bytes > 0
+        s.set_read_only(False)
+        await client.add_entry(1, 1, KEY, entry(1, 1))
+    finally:
+        await client.aclose()
+        await s.aclose()
+
+
+async def test_wait_lac_long_poll(tmp_path):
+    import asyncio
+
+    s = await open_storage(tmp_path)
+    client = LocalBookieClient(s)
+    try:
+        await client.add_entry(1, 0, KEY, entry(1, 0, lac=-1))
+        assert await client.wait_lac(1, 5, 10) == -1  # times out, returns current
+        waiter = asyncio.ensure_future(client.wait_lac(1, -1, 5_000))
+        await asyncio.sleep(0.01)
+        assert not waiter.done()
+        await client.add_entry(1, 1, KEY, entry(1, 1, lac=0))
+        assert await asyncio.wait_for(waiter, 2) == 0
+    finally:
+        await client.aclose()
+        await s.aclose()
