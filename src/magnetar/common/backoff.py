@@ -21,9 +21,19 @@ are reproducible in tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from magnetar.runtime.clock import Clock
-from magnetar.runtime.rng import Rng
+# ``common`` and ``runtime`` are sibling layers that may not import each
+# other, so the two things we need are named structurally; runtime.Rng and
+# runtime.Clock satisfy them.
+
+
+class Rng(Protocol):
+    def randint(self, a: int, b: int) -> int: ...
+
+
+class Clock(Protocol):
+    def time_ms(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
