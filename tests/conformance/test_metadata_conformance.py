@@ -6,6 +6,7 @@ import pytest
 
 from magnetar.metadata.memory import MemoryMetadataServer
 from magnetar.testing.metadata_conformance import CHECKS, MetadataStoreFactory, run_check
+from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401 - fixture
 
 
 def memory_factory() -> MetadataStoreFactory:
@@ -45,3 +46,29 @@ async def rocksdb_factory(tmp_path):
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 async def test_rocksdb(rocksdb_factory, check) -> None:
     await run_check(rocksdb_factory, check)
+
+
+@pytest.fixture
+async def zk_factory(zookeeper_server):
+    from magnetar.metadata.factory import create_metadata_store
+    from magnetar.runtime import RealClock
+    from magnetar.testing.zookeeper import expire_session
+
+    stores = []
+
+    async def new_store():
+        s = await create_metadata_store(
+            f"{zookeeper_server.url}/conformance-chroot", clock=RealClock(), session_timeout_ms=4_000
+        )
+        stores.append(s)
+        return s
+
+    yield MetadataStoreFactory(new_store, expire_session, name="zookeeper")
+    for s in stores:
+        await s.aclose()
+
+
+@pytest.mark.zookeeper
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+async def test_zookeeper(zk_factory, check) -> None:
+    await run_check(zk_factory, check)

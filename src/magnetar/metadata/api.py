@@ -17,10 +17,16 @@ hierarchical key/value store with ZooKeeper's semantics, and so do we.
   ends (close, expiry, process death) and other clients see ``DELETED``.
 * Sequential puts append a zero-padded 10-digit counter to the path and return
   the final path.
-* Notifications: every change is delivered to listeners registered with
+* Notifications: changes are delivered to listeners registered with
   ``add_listener`` as a :class:`Notification` (CREATED, MODIFIED, DELETED on the
   node, CHILDREN_CHANGED on its parent).  Delivery is best-effort and
   ordered per store; after a reconnect listeners must re-read, as with ZK.
+  The guarantee (Pulsar's, with ZooKeeper's one-shot watches): a store is
+  told about the next change to every path it has read -- ``get``/``exists``
+  arm CREATED/MODIFIED/DELETED for that path, ``children`` arms
+  CHILDREN_CHANGED -- so read, then listen, then re-read on a notification.
+  The embedded backends (memory, RocksDB) deliver every change to every
+  session, which is a superset; don't rely on more than the guarantee.
 * Session events (``add_session_listener``): CONNECTED, RECONNECTED,
   SUSPENDED (connection lost, session may still be alive), SESSION_LOST
   (expired: every ephemeral node of ours is gone, locks are lost).

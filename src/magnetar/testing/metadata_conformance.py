@@ -211,13 +211,18 @@ async def check_notifications(ctx: Ctx) -> None:
     b.add_listener(seen.append)
     await a.put(ctx.p("n"), b"")  # parent exists before we watch its children
     path = ctx.p("n/node")
+    # The guarantee: a store hears about paths it has read (reads arm ZooKeeper watches).
+    assert await b.get(path) is None
+    assert await b.children(ctx.p("n")) == []
     await a.put(path, b"1")
     await wait_until(lambda: Notification(NotificationType.CREATED, path) in seen, "CREATED")
     await wait_until(
         lambda: Notification(NotificationType.CHILDREN_CHANGED, ctx.p("n")) in seen, "CHILDREN_CHANGED"
     )
+    assert (await b.get(path)) is not None
     await a.put(path, b"2")
     await wait_until(lambda: Notification(NotificationType.MODIFIED, path) in seen, "MODIFIED")
+    assert (await b.get(path)) is not None
     await a.delete(path)
     await wait_until(lambda: Notification(NotificationType.DELETED, path) in seen, "DELETED")
     kinds = [n.type for n in seen if n.path == path]
@@ -225,6 +230,7 @@ async def check_notifications(ctx: Ctx) -> None:
     assert kinds.index(NotificationType.MODIFIED) < kinds.index(NotificationType.DELETED)
     b.remove_listener(seen.append)
     count = len(seen)
+    await b.get(path)
     await a.put(path, b"3")
     await a.put(ctx.p("n/sentinel"), b"")
     await asyncio.sleep(0.2)
