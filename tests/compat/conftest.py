@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess
+from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
 
 pulsar = pytest.importorskip("pulsar", reason="the official pulsar-client is in the test extra")
 
@@ -29,10 +29,9 @@ def _pulsar_logger() -> logging.Logger:
 
 @pytest.fixture(scope="session")
 def standalone(tmp_path_factory: pytest.TempPathFactory):
-    try:
-        import magnetar.broker.service  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"the broker is not built yet: {exc}")
+    reason = broker_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
     proc = StandaloneProcess(tmp_path_factory.mktemp("compat") / "data")
     proc.start()
     yield proc

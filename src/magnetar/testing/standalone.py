@@ -44,6 +44,16 @@ class StandaloneStartError(RuntimeError):
     pass
 
 
+def broker_unavailable_reason() -> str | None:
+    """Why a standalone cannot run in this build (a piece not built yet), or None if it can."""
+    try:
+        from magnetar.app.storage import open_standalone_storage  # noqa: F401
+        from magnetar.broker.service import BrokerService  # noqa: F401
+    except ImportError as exc:
+        return f"the broker is not built yet: {exc}"
+    return None
+
+
 @contextlib.asynccontextmanager
 async def running_standalone(
     data_dir: str | os.PathLike[str],
