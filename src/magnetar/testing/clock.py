@@ -23,10 +23,13 @@ timers, ``asyncio.sleep``, ``asyncio.wait_for``/``timeout`` and the
 :class:`VirtualClock` built on the loop -- runs instantly and in order, and
 an hour-long TTL test takes milliseconds.  Virtual time only jumps when
 every task is waiting on a timer; a loop blocked with no timers at all
-(waiting on a thread or socket) waits for real.  With real I/O in flight (a
-thread pool, a subprocess, a real socket), pass ``autojump_threshold_s`` >
-0: the selector then waits that long in real time for I/O before jumping,
-so a slow thread does not see its timeout expire "instantly".
+waits for real.  Work handed to threads through ``loop.run_in_executor``
+(which ``runtime.BlockingExecutor`` uses) is counted: while any is
+outstanding the loop waits in real time, and virtual time moves by the
+real time spent, so an fsync under ``wait_for(..., 5)`` is not timed out
+"instantly".  Other real I/O the loop cannot see coming (a socket served by
+another process, a subprocess) needs ``autojump_threshold_s`` > 0: the
+selector then waits that long in real time for I/O before each jump.
 
 Use it with ``run_virtual(main())``, the ``virtual_time_loop()`` context
 manager, or decorate an async test with ``@virtual_time`` (it becomes a
@@ -43,6 +46,7 @@ import functools
 import heapq
 import itertools
 import selectors
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -186,6 +190,7 @@ class _JumpingSelector(selectors.BaseSelector):
         self._inner = selectors.DefaultSelector()
         self._vtime = vtime
         self._threshold_s = autojump_threshold_s
+        self.executor_jobs = 0  # run_in_executor calls in flight: no jumping meanwhile
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         return self._inner.register(fileobj, events, data)
@@ -201,6 +206,11 @@ class _JumpingSelector(selectors.BaseSelector):
             return self._inner.select(None)
         if timeout <= 0:
             return self._inner.select(0)
+        if self.executor_jobs:  # a thread is working: let real time pass
+            started = time.monotonic()
+            ready = self._inner.select(timeout)
+            self._vtime.now += min(timeout, time.monotonic() - started)
+            return ready
         ready = self._inner.select(min(timeout, self._threshold_s))
         if not ready:
             self._vtime.now += timeout
@@ -233,6 +243,17 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
 
     def time(self) -> float:
         return self._vtime.now
+
+    def run_in_executor(self, executor: Any, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        fut = super().run_in_executor(executor, func, *args)
+        selector: _JumpingSelector = self._selector  # type: ignore[attr-defined]
+        selector.executor_jobs += 1
+
+        def done(_: object) -> None:
+            selector.executor_jobs -= 1
+
+        fut.add_done_callback(done)
+        return fut
 
     def wall_ms(self) -> int:
         return round(self._wall_offset_ms + self._vtime.now * 1000.0)

@@ -153,6 +153,31 @@ def test_virtual_clock_refuses_a_real_loop() -> None:
         asyncio.run(main())
 
 
+def test_thread_work_is_not_timed_out_by_a_jump() -> None:
+    """While a run_in_executor job is in flight the loop waits in real time."""
+
+    async def main() -> tuple[int, float, list[float]]:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        ticks: list[float] = []
+
+        async def ticker() -> None:
+            for _ in range(3):
+                await asyncio.sleep(100)
+                ticks.append(loop.time() - t0)
+
+        task = loop.create_task(ticker())
+        value = await asyncio.wait_for(loop.run_in_executor(None, lambda: time.sleep(0.2) or 7), timeout=5)
+        spent = loop.time() - t0
+        await task
+        return value, spent, ticks
+
+    value, spent, ticks = run_virtual(main())
+    assert value == 7
+    assert 0.1 < spent < 5  # real time passed, no jump to the ticker's 100 s
+    assert [round(t) for t in ticks] == [100, 200, 300]  # then jumping resumes
+
+
 def test_real_io_still_works_on_the_virtual_loop() -> None:
     """A thread's result arrives through the loop's self-pipe; the threshold keeps time honest."""
 
