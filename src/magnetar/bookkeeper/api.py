@@ -179,7 +179,9 @@ class BookKeeper(Protocol):
         custom_metadata: Mapping[str, bytes] | None = None,
     ) -> WriteHandle: ...
 
-    async def open_ledger(self, ledger_id: int, *, password: bytes = b"", recovery: bool = True) -> ReadHandle: ...
+    async def open_ledger(
+        self, ledger_id: int, *, password: bytes = b"", recovery: bool = True
+    ) -> ReadHandle: ...
 
     async def delete_ledger(self, ledger_id: int) -> None:
         """Remove the ledger's metadata (bookies reclaim its data in GC).  Missing is not an error."""

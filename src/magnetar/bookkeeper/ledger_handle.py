@@ -1,0 +1,406 @@
+"""The write handle: pipelined adds with write/ack quorums and ensemble changes.
+
+Theory of operation.  Each ``add_entry`` takes the next entry id, frames the
+payload with :func:`~magnetar.bookie.entry_format.encode_entry` (carrying the
+current LAC and the running length) and sends it to the Qw bookies of
+``write_set(entry_id)``.  A :class:`PendingAdd` collects acks; the head of the
+pending queue completes once ``ack_quorum`` bookies of its *current* write set
+acked, so adds complete strictly in entry order and the LAC is the last
+completed id.
+
+Ensemble change.  A bookie in the last ensemble that fails an add (error or
+``add_timeout_ms``) is queued in ``_failed`` and completions stop
+(``_changing``): completing an entry whose ack came from a bookie about to be
+replaced could leave it on too few bookies of its recorded ensemble.  The
+change task picks a replacement with the placement policy, and CASes a new
+fragment starting at ``LAC + 1`` into the metadata (replacing a fragment
+that already starts there).  Then each pending entry keeps only the acks of
+bookies still in its write set, is sent to the write-set bookies it was not
+sent to, and completions resume.  New adds made during a change are queued
+and sent afterwards.  If no replacement can be found after
+``ensemble_change_attempts_max`` tries the handle is BROKEN.
+
+Fencing.  A bookie answering LedgerFenced means another client is recovering
+the ledger: every pending add fails with LedgerFencedError and so do later
+ones (state FENCED).  A metadata state other than OPEN found during a change
+means the same.
+
+Recovery mode (used by :mod:`magnetar.bookkeeper.recovery`): adds carry
+``recovery=True`` (accepted by fenced bookies), need acks from the whole write
+quorum, and the metadata may be IN_RECOVERY.
+
+States (transitions only in :meth:`_set_state`):
+
+    OPEN --close()--> CLOSING --metadata CAS--> CLOSED
+    OPEN | CLOSING --fenced--> FENCED        (terminal, adds fail LedgerFencedError)
+    OPEN | CLOSING --no bookies / metadata error--> BROKEN   (terminal)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+from magnetar.bookie import api as bookie_api
+from magnetar.bookie.entry_format import encode_entry
+from magnetar.bookkeeper import api
+from magnetar.bookkeeper.context import ClientContext
+from magnetar.bookkeeper.errors import UnauthorizedError, is_fenced, translate
+from magnetar.bookkeeper.metadata import with_fragment
+from magnetar.bookkeeper.read_handle import check_range
+from magnetar.bookkeeper.reader import EntryReader
+from magnetar.bookkeeper.timeouts import wait_event, with_timeout
+
+log = logging.getLogger(__name__)
+
+
+class HandleState(enum.Enum):
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
+    FENCED = "fenced"
+    BROKEN = "broken"
+
+
+_TRANSITIONS: dict[HandleState, set[HandleState]] = {
+    HandleState.OPEN: {HandleState.CLOSING, HandleState.FENCED, HandleState.BROKEN},
+    HandleState.CLOSING: {HandleState.CLOSED, HandleState.FENCED, HandleState.BROKEN},
+    HandleState.CLOSED: set(),
+    HandleState.FENCED: set(),
+    HandleState.BROKEN: set(),
+}
+_TERMINAL = {HandleState.CLOSED, HandleState.FENCED, HandleState.BROKEN}
+
+
+@dataclass(eq=False)
+class PendingAdd:
+    entry_id: int
+    framed: bytes
+    length: int
+    future: asyncio.Future[int]
+    sent_to: set[str] = field(default_factory=set)
+    acked: set[str] = field(default_factory=set)
+
+
+class LedgerHandle:
+    """Implements :class:`~magnetar.bookkeeper.api.WriteHandle`."""
+
+    def __init__(
+        self,
+        ctx: ClientContext,
+        md: api.LedgerMetadata,
+        version: int,
+        *,
+        recovery: bool = False,
+        lac: int = -1,
+        length: int = 0,
+    ) -> None:
+        self._ctx = ctx
+        self._md = md
+        self._version = version
+        self._recovery = recovery
+        self._ack_needed = md.write_quorum if recovery else md.ack_quorum
+        self._lac = lac
+        self._last_pushed = lac
+        self._length = length
+        self._confirmed_length = length
+        self._pending: deque[PendingAdd] = deque()
+        self._room = asyncio.Semaphore(ctx.config.pending_adds_max)
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._failed: dict[str, BaseException] = {}
+        self._changing = False
+        self._change_task: asyncio.Task[None] | None = None
+        self._state = HandleState.OPEN
+        self._error: api.BKError | None = None
+        self._reader = EntryReader(ctx, md.ledger_id, md.password)
+        self.ensemble_changes = 0  # statistics
+
+    # --- ReadHandle -----------------------------------------------------------------------
+    @property
+    def ledger_id(self) -> int:
+        return self._md.ledger_id
+
+    @property
+    def metadata(self) -> api.LedgerMetadata:
+        return self._md
+
+    @property
+    def last_add_confirmed(self) -> int:
+        return self._lac
+
+    @property
+    def last_add_pushed(self) -> int:
+        return self._last_pushed
+
+    @property
+    def length(self) -> int:
+        return self._confirmed_length
+
+    @property
+    def metadata_and_version(self) -> tuple[api.LedgerMetadata, int]:
+        return self._md, self._version
+
+    @property
+    def state(self) -> HandleState:
+        return self._state
+
+    async def read(self, first_entry_id: int, last_entry_id: int) -> list[api.LedgerEntry]:
+        check_range(self._md, self._lac, first_entry_id, last_entry_id)
+        return await self._reader.read_range(self._md, first_entry_id, last_entry_id)
+
+    async def read_last_add_confirmed(self) -> int:
+        return self._lac
+
+    # --- state machine ---------------------------------------------------------------------
+    def _set_state(self, new: HandleState, error: api.BKError | None = None) -> None:
+        if new not in _TRANSITIONS[self._state]:
+            return  # terminal states stay; a second failure changes nothing
+        self._state = new
+        if error is not None:
+            self._error = error
+            self._fail_pending(error)
+
+    def _fail_pending(self, error: api.BKError) -> None:
+        while self._pending:
+            p = self._pending.popleft()
+            self._release_room()
+            if not p.future.done():
+                p.future.set_exception(error)
+        self._drained.set()
+
+    def _check_writable(self) -> None:
+        if self._state is HandleState.OPEN:
+            return
+        if self._error is not None:
+            raise self._error
+        raise api.LedgerClosedError(f"ledger {self.ledger_id} is {self._state.value}")
+
+    # --- adds --------------------------------------------------------------------------------
+    async def add_entry(self, data: bytes) -> int:
+        self._check_writable()
+        await self._acquire_room()
+        entry_id = self._last_pushed + 1
+        self._length += len(data)
+        framed = encode_entry(self.ledger_id, entry_id, self._lac, self._length, data)
+        return await self._push(entry_id, framed, self._length)
+
+    def add_framed_nowait(self, entry_id: int, framed: bytes, length: int) -> asyncio.Future[int]:
+        """Recovery: re-add an entry exactly as the original writer framed it.  The caller
+        bounds how many it keeps outstanding (recovery handles do not use the room semaphore)."""
+        assert self._recovery, "add_framed_nowait is for recovery handles"
+        self._check_writable()
+        if entry_id != self._last_pushed + 1:
+            raise api.BKError(f"recovery add of entry {entry_id} out of order (pushed {self._last_pushed})")
+        self._length = length
+        return self._push_nowait(entry_id, framed, length)
+
+    async def _acquire_room(self) -> None:
+        cfg = self._ctx.config
+        await with_timeout(
+            self._ctx.clock,
+            self._room.acquire(),
+            cfg.add_wait_timeout_ms,
+            lambda: api.BKTimeoutError(f"ledger {self.ledger_id}: {cfg.pending_adds_max} adds pending"),
+        )
+        if self._state is not HandleState.OPEN:
+            self._room.release()
+            self._check_writable()
+
+    def _release_room(self) -> None:
+        if not self._recovery:
+            self._room.release()
+
+    async def _push(self, entry_id: int, framed: bytes, length: int) -> int:
+        return await asyncio.shield(self._push_nowait(entry_id, framed, length))
+
+    def _push_nowait(self, entry_id: int, framed: bytes, length: int) -> asyncio.Future[int]:
+        self._last_pushed = entry_id
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even if nobody awaits
+        p = PendingAdd(entry_id, framed, length, future)
+        self._pending.append(p)
+        self._drained.clear()
+        if not self._changing:
+            self._send(p)
+        return future
+
+    def _send(self, p: PendingAdd) -> None:
+        for bookie in self._md.write_set(p.entry_id):
+            if bookie not in p.sent_to:
+                p.sent_to.add(bookie)
+                self._ctx.supervisor.spawn(self._send_one(p, bookie), name=f"bk-add-{self.ledger_id}")
+
+    async def _send_one(self, p: PendingAdd, bookie: str) -> None:
+        ctx = self._ctx
+        try:
+            await with_timeout(
+                ctx.clock,
+                ctx.pool.get(bookie).add_entry(
+                    self.ledger_id, p.entry_id, self._md.password, p.framed, recovery=self._recovery
+                ),
+                ctx.config.add_timeout_ms,
+                lambda: bookie_api.BookieTimeoutError(f"add of entry {p.entry_id} timed out", bookie),
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._on_add_failed(p, bookie, exc)
+            return
+        self._on_add_ok(p, bookie)
+
+    def _on_add_ok(self, p: PendingAdd, bookie: str) -> None:
+        if self._state in _TERMINAL or p.future.done():
+            return
+        if bookie in self._md.write_set(p.entry_id):
+            p.acked.add(bookie)
+            self._complete_ready()
+
+    def _on_add_failed(self, p: PendingAdd, bookie: str, exc: BaseException) -> None:
+        if self._state in _TERMINAL:
+            return
+        if is_fenced(exc):
+            self._set_state(HandleState.FENCED, api.LedgerFencedError(f"ledger {self.ledger_id} was fenced"))
+            return
+        if isinstance(exc, bookie_api.UnauthorizedAccessError):
+            self._set_state(HandleState.BROKEN, UnauthorizedError(f"ledger {self.ledger_id}: wrong password"))
+            return
+        if bookie not in self._md.ensembles[-1][1]:
+            return  # already replaced
+        log.info("ledger %d: bookie %s failed entry %d: %r", self.ledger_id, bookie, p.entry_id, exc)
+        self._failed.setdefault(bookie, exc)
+        self._changing = True
+        if self._change_task is None or self._change_task.done():
+            self._change_task = self._ctx.supervisor.spawn(
+                self._ensemble_change_loop(), name="bk-ensemble-change"
+            )
+
+    def _complete_ready(self) -> None:
+        if self._changing:
+            return
+        while self._pending and len(self._pending[0].acked) >= self._ack_needed:
+            p = self._pending.popleft()
+            self._release_room()
+            self._lac = p.entry_id
+            self._confirmed_length = p.length
+            if not p.future.done():
+                p.future.set_result(p.entry_id)
+        if not self._pending:
+            self._drained.set()
+
+    # --- ensemble change ---------------------------------------------------------------------
+    async def _ensemble_change_loop(self) -> None:
+        cfg = self._ctx.config
+        attempts = 0
+        try:
+            while self._failed and self._state not in _TERMINAL:
+                last_ensemble = self._md.ensembles[-1][1]
+                failed = sorted(b for b in self._failed if b in last_ensemble)
+                if not failed:
+                    self._failed.clear()
+                    break
+                try:
+                    self._md, self._version = await self._change_ensemble(failed)
+                except api.LedgerFencedError as exc:
+                    self._set_state(HandleState.FENCED, exc)
+                    return
+                except (api.NotEnoughBookiesError, api.MetadataVersionError, api.BKTimeoutError) as exc:
+                    attempts += 1
+                    if attempts >= cfg.ensemble_change_attempts_max:
+                        self._set_state(HandleState.BROKEN, translate(exc, self.ledger_id))
+                        return
+                    await self._ctx.clock.sleep(cfg.ensemble_change_backoff_ms / 1000.0)
+                    continue
+                except api.BKError as exc:
+                    self._set_state(HandleState.BROKEN, exc)
+                    return
+                self.ensemble_changes += 1
+                for b in failed:
+                    self._failed.pop(b, None)
+                for p in self._pending:
+                    p.acked &= set(self._md.write_set(p.entry_id))
+                for p in list(self._pending):
+                    self._send(p)
+        finally:
+            if self._state not in _TERMINAL and not any(b in self._md.ensembles[-1][1] for b in self._failed):
+                self._failed.clear()
+                self._changing = False
+                self._complete_ready()
+
+    async def _change_ensemble(self, failed: list[str]) -> tuple[api.LedgerMetadata, int]:
+        ctx = self._ctx
+        bookies = await ctx.registry.writable_bookies()
+        racks = await ctx.registry.racks()
+        ensemble = list(self._md.ensembles[-1][1])
+        exclude = set(failed) | set(self._failed)
+        for i, b in enumerate(ensemble):
+            if b in failed:
+                ensemble[i] = ctx.placement.replace_bookie(
+                    ensemble, i, self._md.write_quorum, bookies, racks, exclude
+                )
+        new_start = self._lac + 1
+        ours = self._md.ensembles[-1]
+        allowed = (
+            {api.LedgerState.OPEN, api.LedgerState.IN_RECOVERY} if self._recovery else {api.LedgerState.OPEN}
+        )
+
+        def mutate(md: api.LedgerMetadata) -> api.LedgerMetadata:
+            if md.state not in allowed:
+                raise api.LedgerFencedError(f"ledger {md.ledger_id} is {md.state.value} in the metadata")
+            if md.ensembles[-1] != ours:
+                raise api.MetadataVersionError(
+                    f"ledger {md.ledger_id}: last fragment changed by someone else"
+                )
+            return with_fragment(md, new_start, ensemble)
+
+        log.info(
+            "ledger %d: ensemble change at entry %d: %s -> %s", self.ledger_id, new_start, ours[1], ensemble
+        )
+        return await with_timeout(
+            ctx.clock,
+            ctx.ledgers.update(self.ledger_id, mutate, known=(self._md, self._version)),
+            ctx.config.metadata_timeout_ms,
+            lambda: api.BKTimeoutError(f"ledger {self.ledger_id}: metadata update timed out"),
+        )
+
+    # --- close ---------------------------------------------------------------------------------
+    async def wait_pending(self) -> None:
+        if not await wait_event(self._ctx.clock, self._drained, self._ctx.config.add_wait_timeout_ms):
+            raise api.BKTimeoutError(f"ledger {self.ledger_id}: pending adds did not drain")
+        if self._error is not None:
+            raise self._error
+
+    async def close(self) -> None:
+        if self._state is HandleState.CLOSED:
+            return
+        if self._state is HandleState.OPEN:
+            self._set_state(HandleState.CLOSING)
+        if self._error is not None:
+            raise self._error
+        await self.wait_pending()
+        if self._recovery:
+            self._set_state(HandleState.CLOSED)
+            return
+        lac, length = self._lac, self._confirmed_length
+
+        def mutate(md: api.LedgerMetadata) -> api.LedgerMetadata:
+            if md.state is api.LedgerState.CLOSED and md.last_entry_id == lac:
+                return md
+            if md.state is not api.LedgerState.OPEN:
+                raise api.LedgerFencedError(f"ledger {md.ledger_id} was recovered by another client")
+            return replace(md, state=api.LedgerState.CLOSED, last_entry_id=lac, length=length)
+
+        try:
+            self._md, self._version = await with_timeout(
+                self._ctx.clock,
+                self._ctx.ledgers.update(self.ledger_id, mutate, known=(self._md, self._version)),
+                self._ctx.config.metadata_timeout_ms,
+                lambda: api.BKTimeoutError(f"ledger {self.ledger_id}: close timed out"),
+            )
+        except api.LedgerFencedError as exc:
+            self._set_state(HandleState.FENCED, exc)
+            raise
+        self._set_state(HandleState.CLOSED)

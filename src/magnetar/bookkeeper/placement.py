@@ -1,0 +1,230 @@
+"""Ensemble placement: which bookies store a ledger.
+
+Theory of operation: a :class:`BookieRegistry` knows the writable bookies
+(children of ``AVAILABLE_PATH`` minus those under ``READONLY_PATH``) and each
+bookie's rack (the value of ``RACKS_PATH/<bookie>``; none means
+``/default-rack``).  It caches both and re-reads them when the metadata store
+notifies a change under those paths, or after ``refresh_ms`` at the latest.
+
+A placement policy turns that into an ensemble.  Both policies draw from the
+injected :class:`~magnetar.runtime.Rng` over a *sorted* candidate list, so a
+seed reproduces placements exactly:
+
+* :class:`DefaultPlacementPolicy` -- E random healthy bookies.
+* :class:`RackAwarePlacementPolicy` -- fills positions 0..E-1 so that every
+  write set (Qw consecutive positions, wrapping around) has bookies on
+  distinct racks when there are enough racks, preferring the racks with the
+  most unused bookies; when it cannot, it degrades to the fewest collisions.
+
+``replace_bookie`` picks one bookie for position ``index`` of an existing
+ensemble (ensemble change, re-replication) under the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from magnetar.bookie.api import AVAILABLE_PATH, RACKS_PATH, READONLY_PATH
+from magnetar.bookkeeper.api import NotEnoughBookiesError
+from magnetar.metadata.api import MetadataStore, Notification
+from magnetar.runtime import Clock, Rng
+
+DEFAULT_RACK = "/default-rack"
+_READONLY_CHILD = READONLY_PATH.rsplit("/", 1)[1]
+
+
+class PlacementPolicy(Protocol):
+    def new_ensemble(
+        self,
+        size: int,
+        write_quorum: int,
+        bookies: Sequence[str],
+        racks: Mapping[str, str],
+        exclude: set[str],
+    ) -> tuple[str, ...]: ...
+
+    def replace_bookie(
+        self,
+        ensemble: Sequence[str],
+        index: int,
+        write_quorum: int,
+        bookies: Sequence[str],
+        racks: Mapping[str, str],
+        exclude: set[str],
+    ) -> str: ...
+
+
+def _candidates(bookies: Sequence[str], exclude: set[str]) -> list[str]:
+    return sorted(b for b in bookies if b not in exclude)
+
+
+class DefaultPlacementPolicy:
+    def __init__(self, rng: Rng) -> None:
+        self._rng = rng
+
+    def new_ensemble(
+        self,
+        size: int,
+        write_quorum: int,
+        bookies: Sequence[str],
+        racks: Mapping[str, str],
+        exclude: set[str],
+    ) -> tuple[str, ...]:
+        cands = _candidates(bookies, exclude)
+        if len(cands) < size:
+            raise NotEnoughBookiesError(f"need {size} bookies, {len(cands)} available")
+        return tuple(self._rng.sample(cands, size))
+
+    def replace_bookie(
+        self,
+        ensemble: Sequence[str],
+        index: int,
+        write_quorum: int,
+        bookies: Sequence[str],
+        racks: Mapping[str, str],
+        exclude: set[str],
+    ) -> str:
+        cands = _candidates(bookies, exclude | set(ensemble))
+        if not cands:
+            raise NotEnoughBookiesError(f"no bookie available to replace {ensemble[index]}")
+        return self._rng.choice(cands)
+
+
+def _neighbours(positions: int, index: int, write_quorum: int) -> list[int]:
+    """Positions sharing at least one write set with ``index`` (cyclic), excluding it."""
+    span = min(write_quorum - 1, positions - 1)
+    out = {(index + d) % positions for d in range(-span, span + 1)}
+    out.discard(index)
+    return sorted(out)
+
+
+class RackAwarePlacementPolicy:
+    def __init__(self, rng: Rng) -> None:
+        self._rng = rng
+
+    def _pick(
+        self, cands: list[str], taken_racks: list[str], racks: Mapping[str, str], used: set[str]
+    ) -> str:
+        # Score: rack collisions with neighbours (lower better), then prefer racks with
+        # many unused bookies left (keeps later positions satisfiable), then random.
+        remaining: dict[str, int] = {}
+        for b in cands:
+            if b not in used:
+                r = racks.get(b, DEFAULT_RACK)
+                remaining[r] = remaining.get(r, 0) + 1
+        best: list[str] = []
+        best_key: tuple[int, int] | None = None
+        for b in cands:
+            if b in used:
+                continue
+            r = racks.get(b, DEFAULT_RACK)
+            key = (taken_racks.count(r), -remaining[r])
+            if best_key is None or key < best_key:
+                best, best_key = [b], key
+            elif key == best_key:
+                best.append(b)
+        if not best:
+            raise NotEnoughBookiesError("not enough bookies for a rack-aware ensemble")
+        return self._rng.choice(best)
+
+    def new_ensemble(
+        self,
+        size: int,
+        write_quorum: int,
+        bookies: Sequence[str],
+        racks: Mapping[str, str],
+        exclude: set[str],
+    ) -> tuple[str, ...]:
+        cands = _candidates(bookies, exclude)
+        if len(cands) < size:
+            raise NotEnoughBookiesError(f"need {size} bookies, {len(cands)} available")
+        chosen: list[str | None] = [None] * size
+        used: set[str] = set()
+        for i in range(size):
+            taken = [
+                racks.get(b, DEFAULT_RACK)
+                for j in _neighbours(size, i, write_quorum)
+                if (b := chosen[j]) is not None
+            ]
+            pick = self._pick(cands, taken, racks, used)
+            chosen[i] = pick
+            used.add(pick)
+        return tuple(b for b in chosen if b is not None)
+
+    def replace_bookie(
+        self,
+        ensemble: Sequence[str],
+        index: int,
+        write_quorum: int,
+        bookies: Sequence[str],
+        racks: Mapping[str, str],
+        exclude: set[str],
+    ) -> str:
+        cands = _candidates(bookies, exclude | set(ensemble))
+        if not cands:
+            raise NotEnoughBookiesError(f"no bookie available to replace {ensemble[index]}")
+        taken = [
+            racks.get(ensemble[j], DEFAULT_RACK) for j in _neighbours(len(ensemble), index, write_quorum)
+        ]
+        return self._pick(cands, taken, racks, set())
+
+
+def make_policy(name: str, rng: Rng) -> PlacementPolicy:
+    if name == "rack_aware":
+        return RackAwarePlacementPolicy(rng)
+    return DefaultPlacementPolicy(rng)
+
+
+class BookieRegistry:
+    """Cached view of writable bookies and racks, invalidated by store notifications."""
+
+    def __init__(self, store: MetadataStore, clock: Clock, refresh_ms: int = 5_000) -> None:
+        self._store = store
+        self._clock = clock
+        self._refresh_s = refresh_ms / 1000.0
+        self._bookies: list[str] | None = None
+        self._racks: dict[str, str] | None = None
+        self._read_at = 0.0
+        store.add_listener(self._on_notification)
+
+    def _on_notification(self, n: Notification) -> None:
+        if n.path.startswith(AVAILABLE_PATH):
+            self._bookies = None
+        elif n.path.startswith(RACKS_PATH):
+            self._racks = None
+
+    def invalidate(self) -> None:
+        self._bookies = None
+        self._racks = None
+
+    def close(self) -> None:
+        self._store.remove_listener(self._on_notification)
+
+    def _stale(self) -> bool:
+        return self._clock.monotonic() - self._read_at > self._refresh_s
+
+    async def writable_bookies(self) -> list[str]:
+        if self._bookies is None or self._stale():
+            available = await self._store.children(AVAILABLE_PATH)
+            readonly = set(await self._store.children(READONLY_PATH))
+            self._bookies = sorted(b for b in available if b != _READONLY_CHILD and b not in readonly)
+            self._read_at = self._clock.monotonic()
+        return list(self._bookies)
+
+    async def all_bookies(self) -> list[str]:
+        """Writable and read-only bookies (both can serve reads)."""
+        available = await self._store.children(AVAILABLE_PATH)
+        readonly = await self._store.children(READONLY_PATH)
+        return sorted({b for b in available if b != _READONLY_CHILD} | set(readonly))
+
+    async def racks(self) -> dict[str, str]:
+        if self._racks is None or self._stale():
+            racks: dict[str, str] = {}
+            for name in await self._store.children(RACKS_PATH):
+                got = await self._store.get(f"{RACKS_PATH}/{name}")
+                if got is not None and got.value:
+                    racks[name] = got.value.decode()
+            self._racks = racks
+            self._read_at = self._clock.monotonic()
+        return dict(self._racks)
