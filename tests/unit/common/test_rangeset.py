@@ -137,3 +137,21 @@ def test_million_alternating_acks_fit() -> None:
     rs.remove_up_to((7, 1_500_000))
     assert rs.first_range() == ((7, 1_500_002), (7, 1_500_002))
     assert len(rs) == 249_999
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 3), st.integers(0, 30), st.integers(0, 4)), max_size=50),
+    st.tuples(st.integers(0, 4), st.integers(-1, 40)),
+)
+def test_generic_tuple_rangeset_agrees_with_position_rangeset(adds, cut) -> None:
+    generic: RangeSet[tuple[int, int]] = RangeSet(successor=lambda p: (p[0], p[1] + 1), chunk_size=3)
+    positions = PositionRangeSet(chunk_size=3)
+    for ledger, entry, width in adds:
+        generic.add_range((ledger, entry), (ledger, entry + width))
+        positions.add_range((ledger, entry), (ledger, entry + width))
+    assert list(generic) == list(positions)
+    generic.remove_up_to(cut)
+    positions.remove_up_to(cut)
+    assert list(generic) == list(positions)
+    assert len(generic) == len(positions)

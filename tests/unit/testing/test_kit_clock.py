@@ -6,6 +6,8 @@ import asyncio
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from magnetar.runtime.clock import Clock
 from magnetar.testing.clock import (
@@ -208,3 +210,20 @@ async def test_decorated_async_test_runs_on_virtual_time(tmp_path) -> None:
     t0 = loop.time()
     await asyncio.sleep(86_400)
     assert loop.time() - t0 == pytest.approx(86_400)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 100, allow_nan=False), st.booleans()), max_size=30), st.floats(0, 120))
+def test_manual_clock_fires_exactly_the_due_live_timers_in_order(schedule, step) -> None:
+    clock = ManualClock(start_s=0.0)
+    fired: list[int] = []
+    expected = []
+    for i, (delay, cancel) in enumerate(schedule):
+        handle = clock.call_later(delay, lambda i=i: fired.append(i))
+        if cancel:
+            handle.cancel()
+        elif delay <= step:
+            expected.append((delay, i))
+    assert clock.advance_nowait(step) == len(expected)
+    assert fired == [i for _, i in sorted(expected)]
+    assert clock.monotonic() == step
