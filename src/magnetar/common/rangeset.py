@@ -394,6 +394,8 @@ class PositionRangeSet:
         """Add the closed range ``[lo, hi]``; both ends must be in the same ledger."""
         if lo[0] != hi[0]:
             raise ValueError(f"range {lo}..{hi} spans ledgers; add one range per ledger")
+        if hi[1] < lo[1]:
+            raise ValueError(f"empty range [{lo}, {hi}]")
         ledger = lo[0]
         rs = self._sets.get(ledger)
         if rs is None:

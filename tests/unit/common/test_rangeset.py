@@ -109,6 +109,10 @@ def test_position_rangeset_prints_pulsar_form() -> None:
 def test_position_range_may_not_span_ledgers() -> None:
     with pytest.raises(ValueError, match="spans ledgers"):
         PositionRangeSet().add_range((1, 5), (2, 0))
+    rs = PositionRangeSet()
+    with pytest.raises(ValueError, match="empty range"):
+        rs.add_range((1, 5), (1, 4))
+    assert not rs and rs.first_range() is None and list(rs) == []
 
 
 def test_rangeset_rejects_empty_range_and_needs_span_for_count() -> None:
