@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 Closer = Callable[[], Awaitable[Any]]
 
+STANDALONE_BOOKIE_ID = "127.0.0.1:3181"
+
 
 class StorageStartError(Exception):
     """The storage stack could not be opened (locked data dir, corrupt files, missing piece)."""
@@ -76,14 +78,11 @@ async def open_standalone_storage(config: StandaloneConfig, *, clock: Clock, rng
 async def _open_ledger_layers(
     stack: StorageStack, config: StandaloneConfig, *, clock: Clock, rng: Rng
 ) -> None:
-    try:
-        from magnetar.bookie.config import BookieConfig
-        from magnetar.bookie.local_client import open_local_bookie
-        from magnetar.bookkeeper.client import BookKeeperClient
-        from magnetar.bookkeeper.config import ClientConfig
-        from magnetar.managed_ledger.factory import create_managed_ledger_factory
-    except ImportError as exc:
-        raise StorageStartError(f"the storage layers are not available in this build: {exc}") from exc
+    from magnetar.bookie.api import AVAILABLE_PATH
+    from magnetar.bookie.config import BookieConfig
+    from magnetar.bookie.local_client import LocalBookieClient, LocalBookieClientPool
+    from magnetar.bookie.storage import LedgerStorage
+    from magnetar.bookkeeper.client import BookKeeperClient
 
     props = config.properties
     config.bookie_dir.mkdir(parents=True, exist_ok=True)
@@ -91,22 +90,35 @@ async def _open_ledger_layers(
         str(config.bookie_dir),
         journal_sync_data=get_bool(props, "journalSyncData", False),
         advertised_address="127.0.0.1",
-        bookie_id="standalone-bookie",
+        bookie_id=STANDALONE_BOOKIE_ID,
     )
-    bookie, pool = await open_local_bookie(bookie_config, stack.metadata_store, clock=clock)
-    stack.closers.append(("bookie", bookie.aclose))
+    storage = LedgerStorage(bookie_config, clock=clock)
+    stack.closers.append(("bookie storage", storage.aclose))
+    await storage.open()
+    stack.parts["bookie"] = storage
+    pool = LocalBookieClientPool(LocalBookieClient(storage))
     stack.closers.append(("bookie client pool", pool.aclose))
-    stack.parts["bookie"] = bookie
+    # Register the bookie as writable (ephemeral: gone with the session, re-created on restart),
+    # which is how the ledger client's placement finds it.
+    await stack.metadata_store.put(f"{AVAILABLE_PATH}/{storage.bookie_id}", b"", ephemeral=True)
 
-    bk = BookKeeperClient(stack.metadata_store, pool, ClientConfig(), clock=clock, rng=rng.fork("bookkeeper"))
+    bk = BookKeeperClient(stack.metadata_store, pool, clock, rng.fork("bookkeeper"))
     stack.closers.append(("bookkeeper client", bk.aclose))
     stack.parts["bookkeeper"] = bk
 
-    factory = await create_managed_ledger_factory(
+    stack.ml_factory = await _open_ml_factory(stack, bk, config, clock=clock)
+    stack.closers.append(("managed ledger factory", stack.ml_factory.aclose))
+
+
+async def _open_ml_factory(stack: StorageStack, bk: Any, config: StandaloneConfig, *, clock: Clock) -> Any:
+    try:
+        from magnetar.managed_ledger.factory import create_managed_ledger_factory
+    except ImportError as exc:
+        raise StorageStartError(f"the managed ledger is not available in this build: {exc}") from exc
+    props = config.properties
+    return await create_managed_ledger_factory(
         stack.metadata_store,
         bk,
         clock=clock,
         cache_size_bytes=get_int(props, "managedLedgerCacheSizeMB", 64) * 1024 * 1024,
     )
-    stack.closers.append(("managed ledger factory", factory.aclose))
-    stack.ml_factory = factory
