@@ -1,0 +1,243 @@
+"""End-to-end figures: the official client against ``magnetar standalone`` and against the null broker.
+
+Theory of operation: every number comes from the official ``pulsar-client``
+driving a broker in another process over loopback, as a user would see it:
+
+* publish throughput, 1 KB messages, batched (``send_async`` + flush) and
+  unbatched (``send_async``, one entry per message);
+* consume throughput from a backlog (the batched run's messages, read by a
+  subscription that existed before they were published);
+* end-to-end latency at a paced 5,000 msg/s (the send time travels in the
+  payload; the consumer in the same process subtracts it on receipt):
+  p50 / p99 / p99.9;
+* startup-to-ready seconds (spawn to the ready line) and idle RSS.
+
+The same client runs against ``benchmarks/null_broker.py`` (codec only, acks at
+once, nothing stored): the ratio real/null says how much of the client's
+ceiling on this machine the real broker reaches.  Figures, never pass/fail.
+
+    .venv/bin/python benchmarks/e2e_bench.py [--messages 50000] [--latency-seconds 5] [--skip-null]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pulsar
+
+from magnetar.testing.standalone import StandaloneProcess
+
+SIZE_BYTES = 1024
+LATENCY_RATE = 5000
+_TS = struct.Struct(">d")
+
+
+def _client(url: str) -> pulsar.Client:
+    log = logging.getLogger("pulsar-client")
+    log.setLevel(logging.ERROR)
+    return pulsar.Client(url, operation_timeout_seconds=30, logger=log)
+
+
+def publish(client: pulsar.Client, topic: str, n: int, batching: bool) -> float:
+    producer = client.create_producer(
+        topic,
+        batching_enabled=batching,
+        batching_max_publish_delay_ms=1,
+        batching_max_messages=1000,
+        max_pending_messages=5000 if batching else 1000,
+        block_if_queue_full=True,
+    )
+    payload = b"x" * SIZE_BYTES
+    failures: list[object] = []
+
+    def on_sent(res, _mid) -> None:
+        if res != pulsar.Result.Ok:
+            failures.append(res)
+
+    t0 = time.perf_counter()
+    for _ in range(n):
+        producer.send_async(
+            payload, lambda res, _m: failures.append(res) if res != pulsar.Result.Ok else None
+        )
+    producer.flush()
+    elapsed = time.perf_counter() - t0
+    producer.close()
+    if failures:
+        print(f"  warning: {len(failures)} sends failed ({failures[0]})", file=sys.stderr)
+    return n / elapsed
+
+
+def consume_backlog(consumer, n: int) -> float:
+    t0 = time.perf_counter()
+    got = 0
+    while got < n:
+        try:
+            msg = consumer.receive(timeout_millis=10_000)
+        except pulsar.Timeout:
+            break
+        consumer.acknowledge(msg)
+        got += 1
+    elapsed = time.perf_counter() - t0
+    if got < n:
+        print(f"  warning: consumed only {got} of {n}", file=sys.stderr)
+    return got / elapsed
+
+
+def latency(client: pulsar.Client, topic: str, seconds: float) -> dict[str, float]:
+    consumer = client.subscribe(topic, "lat", receiver_queue_size=1000)
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=1)
+    total = int(LATENCY_RATE * seconds)
+    samples: list[float] = []
+    done = threading.Event()
+
+    def receive() -> None:
+        while len(samples) < total:
+            try:
+                msg = consumer.receive(timeout_millis=5_000)
+            except pulsar.Timeout:
+                break
+            samples.append((time.perf_counter() - _TS.unpack_from(msg.data())[0]) * 1000.0)
+            consumer.acknowledge(msg)
+        done.set()
+
+    rx = threading.Thread(target=receive, daemon=True)
+    rx.start()
+    pad = b"l" * (SIZE_BYTES - _TS.size)
+    t0 = time.perf_counter()
+    for i in range(total):
+        delay = t0 + i / LATENCY_RATE - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        producer.send_async(_TS.pack(time.perf_counter()) + pad, None)
+    producer.flush()
+    done.wait(30)
+    producer.close()
+    consumer.close()
+    s = sorted(samples)
+
+    def pct(p: float) -> float:
+        return s[min(len(s) - 1, int(p / 100.0 * len(s)))] if s else float("nan")
+
+    return {"p50": pct(50), "p99": pct(99), "p99.9": pct(99.9), "received": len(s), "expected": total}
+
+
+def run_suite(url: str, messages: int, latency_seconds: float) -> dict[str, object]:
+    client = _client(url)
+    tag = f"{os.getpid()}-{int(time.time())}"
+    backlog_topic = f"persistent://public/default/bench-batched-{tag}"
+    backlog = client.subscribe(backlog_topic, "backlog", receiver_queue_size=1000)
+    out: dict[str, object] = {}
+    out["publish_batched_msg_s"] = publish(client, backlog_topic, messages, batching=True)
+    out["publish_unbatched_msg_s"] = publish(
+        client, f"persistent://public/default/bench-unbatched-{tag}", max(1000, messages // 5), batching=False
+    )
+    out["consume_backlog_msg_s"] = consume_backlog(backlog, messages)
+    backlog.close()
+    out["latency_ms"] = latency(client, f"persistent://public/default/bench-latency-{tag}", latency_seconds)
+    client.close()
+    return out
+
+
+def start_null_broker() -> tuple[subprocess.Popen[bytes], str]:
+    here = Path(__file__).with_name("null_broker.py")
+    proc = subprocess.Popen([sys.executable, str(here)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()
+    m = re.search(r"(pulsar://\S+)", line)
+    if not m:
+        proc.kill()
+        raise RuntimeError(f"null broker did not start: {line!r}")
+    return proc, m.group(1)
+
+
+def fmt(results: dict[str, object]) -> list[str]:
+    lat = results["latency_ms"]
+    assert isinstance(lat, dict)
+    return [
+        f"{results['publish_batched_msg_s']:>12,.0f}",
+        f"{results['publish_unbatched_msg_s']:>12,.0f}",
+        f"{results['consume_backlog_msg_s']:>12,.0f}",
+        f"{lat['p50']:>8.2f} / {lat['p99']:>7.2f} / {lat['p99.9']:>7.2f}  ({lat['received']}/{lat['expected']})",
+    ]
+
+
+def run_standalone(args: argparse.Namespace) -> tuple[dict[str, object], str]:
+    with tempfile.TemporaryDirectory(prefix="magnetar-bench-") as tmp:
+        sa = StandaloneProcess(Path(tmp) / "data")
+        sa.start()
+        try:
+            time.sleep(2.0)  # let start-up work settle before measuring idle memory
+            idle_rss_mb = psutil.Process(sa.pid).memory_info().rss / (1024 * 1024)
+            real = run_suite(sa.broker_url, args.messages, args.latency_seconds)
+            busy_rss_mb = psutil.Process(sa.pid).memory_info().rss / (1024 * 1024)
+        finally:
+            code = sa.terminate()
+    line = (
+        f"standalone startup-to-ready: {sa.startup_seconds:.2f} s; idle RSS {idle_rss_mb:.0f} MiB; "
+        f"RSS after the run {busy_rss_mb:.0f} MiB; SIGTERM exit code {code}"
+    )
+    return real, line
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description="official pulsar-client against magnetar standalone and a null broker"
+    )
+    p.add_argument(
+        "--messages", type=int, default=50_000, help="messages for the batched publish/consume runs"
+    )
+    p.add_argument("--latency-seconds", type=float, default=5.0, help="length of the 5,000 msg/s latency run")
+    p.add_argument("--skip-null", action="store_true", help="do not run the null broker comparison")
+    p.add_argument("--null-only", action="store_true", help="only the null broker (checks the harness)")
+    args = p.parse_args(argv)
+
+    real = None
+    if not args.null_only:
+        real, startup_line = run_standalone(args)
+    null = None
+    if not args.skip_null:
+        proc, url = start_null_broker()
+        try:
+            null = run_suite(url, args.messages, args.latency_seconds)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+    print(
+        f"{SIZE_BYTES} B messages, {args.messages} batched, latency run {args.latency_seconds:g} s at 5,000 msg/s"
+    )
+    if real is not None:
+        print(startup_line)
+    header = [
+        "publish batched msg/s",
+        "publish unbatched msg/s",
+        "consume backlog msg/s",
+        "e2e latency ms p50/p99/p99.9 @5k/s",
+    ]
+    print(f"{'':14}" + " | ".join(f"{h:>12}" for h in header))
+    if real is not None:
+        print(f"{'magnetar':14}" + " | ".join(fmt(real)))
+    if null is not None:
+        print(f"{'null broker':14}" + " | ".join(fmt(null)))
+    if null is not None and real is not None:
+        ratios = [
+            real[k] / null[k]  # type: ignore[operator]
+            for k in ("publish_batched_msg_s", "publish_unbatched_msg_s", "consume_backlog_msg_s")
+        ]
+        print(f"{'real/null':14}" + " | ".join(f"{r:>12.0%}" for r in ratios))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
