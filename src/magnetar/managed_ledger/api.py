@@ -128,6 +128,13 @@ class ManagedLedgerConfig:
     # How long an add may wait for bookies before failing (the ledger is then rolled).
     add_entry_timeout_ms: int = 30_000
     password: bytes = b""
+    # Pulsar's managedLedgerDefaultMarkDeleteRateLimit: cursor snapshots per second.  0 = no
+    # throttling, and an ack returns only once a snapshot containing it is durable; > 0: acks
+    # return at once and are persisted at most this often (a crash loses <= 1/rate s of acks,
+    # which are then redelivered).
+    mark_delete_rate_per_s: float = 0.0
+    # Entries a cursor read fetches beyond what it asked for, into the entry cache.
+    read_ahead_entries: int = 100
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,490 @@
+"""ManagedCursorImpl: a subscription's position in a managed ledger.
+
+Theory of operation
+-------------------
+State: ``mark_delete`` (everything at or before it is acknowledged), the
+individually acknowledged positions after it (a
+:class:`~magnetar.common.rangeset.PositionRangeSet`, one int range set per
+ledger -- the "ack holes" are what lies between the ranges), the ack sets of
+partly acknowledged batch entries (words, bit i set = message i pending), the
+``read_position`` and the cursor's properties.
+
+Acks: an individual ack adds to the range set; whenever the first range starts
+at the first existing position after mark-delete, mark-delete jumps to its end
+and the range goes (that is how a filled hole moves mark-delete, across ledger
+boundaries too).  A batch-index ack ANDs the pending bits; all-zero means the
+whole entry is acked.  Acks before mark-delete are ignored.
+
+Reads skip acknowledged ranges without reading them and filter acked entries
+inside a read run (Pulsar does the same), splitting runs at ledger boundaries.
+
+Persistence (durable cursors only): every state change bumps a sequence number
+and wakes a single persister task, which writes one snapshot covering every
+change made since its previous write (group commit) through
+:class:`~magnetar.managed_ledger.cursor_store.CursorStore`.  With
+``mark_delete_rate_per_s == 0`` (the default) an ack returns once a snapshot
+containing it is durable; with a rate (Pulsar's
+managedLedgerDefaultMarkDeleteRateLimit) acks return at once and snapshots are
+written at most ``rate`` times a second -- a crash then loses at most the
+last interval's acks (those messages are redelivered, never lost).  At most
+``max_unacked_ranges_to_persist`` ranges (the ones nearest mark-delete) and as
+many ack sets are written: acks beyond the cap are lost on restart, i.e. those
+messages are redelivered.  :meth:`flush` waits for everything to be durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from magnetar.common.rangeset import PositionRangeSet
+from magnetar.managed_ledger import trimmer
+from magnetar.managed_ledger.api import (
+    CursorAlreadyClosedError,
+    Entry,
+    InvalidCursorPositionError,
+    ManagedLedgerError,
+    ManagedLedgerFencedError,
+    ManagedLedgerStorageError,
+    NoMoreEntriesError,
+    Position,
+)
+from magnetar.managed_ledger.cursor_store import CursorStore
+from magnetar.managed_ledger.metadata import CursorInfo
+from magnetar.managed_ledger.snapshot import CursorSnapshot
+from magnetar.managed_ledger.state import CursorState, MLState
+from magnetar.managed_ledger.stats import cursor_stats
+
+if TYPE_CHECKING:
+    from magnetar.managed_ledger.ledger import ManagedLedgerImpl
+
+PERSIST_WAIT_TIMEOUT_S = 60.0
+
+
+class ManagedCursorImpl:
+    def __init__(self, ml: ManagedLedgerImpl, name: str, md: Position, store: CursorStore | None) -> None:
+        self.ml = ml
+        self._name = name
+        self._store = store
+        self.state = CursorState.OPEN
+        self._md = md
+        self._read = md.next()
+        self.acked = PositionRangeSet()
+        self.ack_sets: dict[tuple[int, int], list[int]] = {}
+        self._props: dict[str, int] = {}
+        self.messages_consumed = 0
+        self._dirty_seq = 0
+        self._persisted_seq = 0
+        self._persist_task: asyncio.Task[None] | None = None
+        self._persist_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._last_persist_mono = -1e18
+        self.last_persist_error: str | None = None
+
+    # -- construction --------------------------------------------------------------------------
+
+    @classmethod
+    async def create(
+        cls, ml: ManagedLedgerImpl, name: str, md: Position, props: dict[str, int]
+    ) -> ManagedCursorImpl:
+        info = CursorInfo(mark_delete=md, properties=dict(props))
+        store = CursorStore(ml.ctx, ml.name, name, info, -1)
+        await store.create()
+        cursor = cls(ml, name, md, store)
+        cursor._props = dict(props)
+        return cursor
+
+    @classmethod
+    def non_durable(cls, ml: ManagedLedgerImpl, name: str, md: Position) -> ManagedCursorImpl:
+        return cls(ml, name, md, None)
+
+    @classmethod
+    async def recover(cls, ml: ManagedLedgerImpl, name: str, raw: bytes, version: int) -> ManagedCursorImpl:
+        try:
+            info = CursorInfo.decode(raw)
+        except (ValueError, KeyError, TypeError) as e:
+            raise ManagedLedgerStorageError(f"corrupt cursor info for {name}: {e}") from e
+        store = CursorStore(ml.ctx, ml.name, name, info, version)
+        snap = await store.recover(ml.config.password)
+        cursor = cls(ml, name, Position(*snap.mark_delete), store)
+        md = snap.mark_delete
+        for lo, hi in snap.ranges:
+            if lo > md:
+                cursor.acked.add_range(lo, hi)
+        cursor.ack_sets = {tuple(p): list(w) for p, w in snap.ack_sets if tuple(p) > md}
+        cursor._props = dict(snap.properties)
+        cursor._absorb()
+        cursor._read = cursor._md.next()
+        return cursor
+
+    # -- properties -------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def durable(self) -> bool:
+        return self._store is not None
+
+    @property
+    def mark_delete_position(self) -> Position:
+        return self._md
+
+    @property
+    def read_position(self) -> Position:
+        ll = self.ml.ledger_list
+        return self._skip_acked(ll.next_valid(max(self._read, self._md.next())))
+
+    @property
+    def properties(self) -> Mapping[str, int]:
+        return dict(self._props)
+
+    @property
+    def store(self) -> CursorStore | None:
+        return self._store
+
+    def _check_open(self) -> None:
+        if self.state is not CursorState.OPEN:
+            raise CursorAlreadyClosedError(f"cursor {self._name} is closed")
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def has_more_entries(self) -> bool:
+        return self.read_position <= self.ml.ledger_list.last_confirmed
+
+    def _skip_acked(self, pos: Position) -> Position:
+        acked = self.acked
+        if not acked:
+            return pos
+        ll = self.ml.ledger_list
+        while True:
+            r = acked.range_containing((pos.ledger_id, pos.entry_id))
+            if r is None:
+                return pos
+            pos = ll.next_valid(Position(pos.ledger_id, r[1][1] + 1))
+
+    async def read_entries(self, max_entries: int, max_bytes: int | None = None) -> list[Entry]:
+        self._check_open()
+        ll, reader = self.ml.ledger_list, self.ml.reader
+        pos = self.read_position
+        lac = ll.last_confirmed
+        out: list[Entry] = []
+        nbytes = 0
+        acked = self.acked
+        while len(out) < max_entries and pos <= lac:
+            lid = pos.ledger_id
+            last = min(ll.entries_of(lid) - 1, pos.entry_id + (max_entries - len(out)) - 1)
+            if lid == lac.ledger_id:
+                last = min(last, lac.entry_id)
+            entries = await reader.read_range(lid, pos.entry_id, last)
+            stop = False
+            for e in entries:
+                if acked and acked.contains((lid, e.position.entry_id)):
+                    continue
+                out.append(e)
+                nbytes += len(e.data)
+                if max_bytes is not None and nbytes >= max_bytes:
+                    last = e.position.entry_id
+                    stop = True
+                    break
+            pos = self._skip_acked(ll.next_valid(Position(lid, last + 1)))
+            if stop:
+                break
+        self._read = pos
+        self.messages_consumed += len(out)
+        return out
+
+    async def read_entries_or_wait(self, max_entries: int, max_bytes: int | None = None) -> list[Entry]:
+        while True:
+            entries = await self.read_entries(max_entries, max_bytes)
+            if entries:
+                return entries
+            ml = self.ml
+            if ml.state is MLState.TERMINATED and not self.has_more_entries():
+                raise NoMoreEntriesError(f"{ml.name} is terminated and cursor {self._name} read everything")
+            if ml.state in (MLState.CLOSED, MLState.FENCED):
+                ml._check_open()
+            if not self.has_more_entries():
+                await ml.wait_for_entries_after(ml.ledger_list.last_confirmed)
+
+    async def replay_entries(self, positions: Sequence[Position]) -> list[Entry]:
+        self._check_open()
+        out = []
+        for p in sorted(set(positions)):
+            if not self.is_acknowledged(p):
+                out.append(await self.ml.reader.read_entry(p, read_ahead=False))
+        return out
+
+    # -- acks -------------------------------------------------------------------------------------
+
+    def is_acknowledged(self, position: Position) -> bool:
+        return position <= self._md or self.acked.contains((position.ledger_id, position.entry_id))
+
+    def get_ack_set(self, position: Position) -> list[int] | None:
+        words = self.ack_sets.get((position.ledger_id, position.entry_id))
+        return list(words) if words is not None else None
+
+    def individually_deleted_ranges(self) -> list[tuple[Position, Position]]:
+        return [(Position(lo[0], lo[1] - 1), Position(*hi)) for lo, hi in self.acked]
+
+    async def mark_delete(self, position: Position, properties: Mapping[str, int] | None = None) -> None:
+        self._check_open()
+        if position > self.ml.ledger_list.last_confirmed:
+            raise InvalidCursorPositionError(f"mark-delete {position} is after the last entry")
+        if properties is not None:
+            self._props = dict(properties)
+        old = self._md
+        if position > old:
+            self._set_md(position)
+        await self._changed(old)
+
+    async def delete(self, positions: Sequence[Position]) -> None:
+        self._check_open()
+        old = self._md
+        lac = self.ml.ledger_list.last_confirmed
+        acked, ack_sets = self.acked, self.ack_sets
+        for p in sorted(positions):
+            if p <= old:
+                continue
+            if p > lac:
+                raise InvalidCursorPositionError(f"ack of {p} after the last entry {lac}")
+            t = (p.ledger_id, p.entry_id)
+            if ack_sets:
+                ack_sets.pop(t, None)
+            acked.add(t)
+        self._absorb()
+        await self._changed(old)
+
+    async def ack_batch_indexes(self, position: Position, ack_set: Sequence[int]) -> None:
+        self._check_open()
+        t = (position.ledger_id, position.entry_id)
+        if position <= self._md or self.acked.contains(t):
+            return
+        old = self.ack_sets.get(t)
+        new = list(ack_set) if old is None else [a & b for a, b in zip(old, ack_set, strict=False)]
+        if not any(new):
+            await self.delete([position])
+            return
+        if position > self.ml.ledger_list.last_confirmed:
+            raise InvalidCursorPositionError(f"ack of {position} after the last entry")
+        self.ack_sets[t] = new
+        await self._changed(self._md)
+
+    def _set_md(self, position: Position) -> None:
+        self._md = position
+        t = (position.ledger_id, position.entry_id)
+        self.acked.remove_up_to(t)
+        if self.ack_sets:
+            for k in [k for k in self.ack_sets if k <= t]:
+                del self.ack_sets[k]
+        self._absorb()
+
+    def _absorb(self) -> None:
+        """Move mark-delete over the first acked range while it starts right after it."""
+        ll = self.ml.ledger_list
+        while True:
+            r = self.acked.first_range()
+            if r is None:
+                return
+            nxt = ll.next_valid(self._md.next())
+            if (nxt.ledger_id, nxt.entry_id) < r[0]:
+                return
+            self._md = Position(*r[1])
+            self.acked.remove_up_to(r[1])
+            if self.ack_sets:
+                for k in [k for k in self.ack_sets if k <= r[1]]:
+                    del self.ack_sets[k]
+
+    async def _changed(self, old_md: Position) -> None:
+        if self._read <= self._md:
+            self._read = self._md.next()
+        if self._md.ledger_id != old_md.ledger_id:
+            self.ml.schedule_trim()
+        await self._persist()
+
+    # -- moving ------------------------------------------------------------------------------------
+
+    def rewind(self) -> None:
+        self._read = self.ml.ledger_list.next_valid(self._md.next())
+
+    async def seek(self, position: Position) -> None:
+        self._check_open()
+        self._read = max(position, self._md.next())
+
+    async def reset_cursor(self, position: Position) -> None:
+        self._check_open()
+        ll = self.ml.ledger_list
+        lac = ll.last_confirmed
+        if position == Position.EARLIEST:  # type: ignore[attr-defined]
+            position = ll.first_position()
+        elif position > lac:
+            position = lac.next()
+        else:
+            position = ll.next_valid(position)
+        old = self._md
+        self._md = ll.previous(position) if position <= lac else lac
+        self.acked.clear()
+        self.ack_sets.clear()
+        self._read = position
+        await self._changed(old)
+
+    async def skip_entries(self, n: int) -> None:
+        """Acknowledge the next ``n`` unacknowledged entries after mark-delete."""
+        self._check_open()
+        if n <= 0:
+            return
+        ll = self.ml.ledger_list
+        lac = ll.last_confirmed
+        pos = ll.next_valid(self._md.next())
+        remaining = n
+        target = None
+        for lo, hi in self.acked:
+            before = ll.count_between(ll.previous(pos), ll.previous(Position(*lo)))
+            if before >= remaining:
+                target = ll.advance(pos, remaining - 1)
+                break
+            remaining -= before
+            pos = ll.next_valid(Position(hi[0], hi[1] + 1))
+        if target is None:
+            target = ll.advance(pos, remaining - 1)
+        if target > lac:
+            target = lac
+        old = self._md
+        if target > old:
+            self._set_md(target)
+        await self._changed(old)
+
+    async def clear_backlog(self) -> None:
+        self._check_open()
+        old = self._md
+        lac = self.ml.ledger_list.last_confirmed
+        if lac > old:
+            self._set_md(lac)
+        self.acked.clear()
+        self.ack_sets.clear()
+        await self._changed(old)
+
+    async def find_position_by_publish_time(self, timestamp_ms: int, publish_time_of) -> Position:
+        return await trimmer.find_first_at_or_after(self.ml, timestamp_ms, publish_time_of)
+
+    async def expire_messages(self, ttl_ms: int, publish_time_of) -> bool:
+        """Acknowledge (by moving mark-delete) every entry published more than ``ttl_ms`` ago."""
+        return await trimmer.expire_messages(self, ttl_ms, publish_time_of)
+
+    # -- counts and stats ------------------------------------------------------------------------
+
+    def number_of_entries_in_backlog(self) -> int:
+        n = (
+            self.ml.ledger_list.count_between(self._md, self.ml.ledger_list.last_confirmed)
+            - self.acked.count()
+        )
+        return max(n, 0)
+
+    def stats(self) -> dict:
+        return cursor_stats(self)
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def snapshot(self) -> CursorSnapshot:
+        cap = self.ml.config.max_unacked_ranges_to_persist
+        ack_sets = sorted(self.ack_sets.items())[:cap]
+        return CursorSnapshot(
+            (self._md.ledger_id, self._md.entry_id),
+            self.acked.to_pairs(cap),
+            [(p, list(w)) for p, w in ack_sets],
+            dict(self._props),
+        )
+
+    async def _persist(self) -> None:
+        if self._store is None:
+            return
+        self._dirty_seq += 1
+        seq = self._dirty_seq
+        if self._persist_task is None:
+            self._persist_task = self.ml.ctx.supervisor.spawn(
+                self._persist_loop(), name=f"persist-{self._name}"
+            )
+        if self.ml.config_rate() > 0:
+            return
+        await self._wait_persisted(seq)
+
+    async def _wait_persisted(self, seq: int) -> None:
+        if self._persisted_seq >= seq:
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._persist_waiters.append((seq, fut))
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), PERSIST_WAIT_TIMEOUT_S)
+        except TimeoutError:
+            raise ManagedLedgerStorageError(f"cursor {self._name}: persisting timed out") from None
+
+    async def _persist_loop(self) -> None:
+        clock = self.ml.ctx.clock
+        try:
+            while self._persisted_seq < self._dirty_seq:
+                rate = self.ml.config_rate()
+                if rate > 0 and self.state is CursorState.OPEN:
+                    wait_s = self._last_persist_mono + 1.0 / rate - clock.monotonic()
+                    if wait_s > 0:
+                        await clock.sleep(wait_s)
+                seq = self._dirty_seq
+                self._last_persist_mono = clock.monotonic()
+                try:
+                    await self._store.persist(self.snapshot(), self.ml.config)
+                except ManagedLedgerError as e:
+                    self.last_persist_error = repr(e)
+                    self._resolve_waiters(seq, e)
+                    if isinstance(e, ManagedLedgerFencedError):
+                        return
+                    self._persisted_seq = seq  # give up on this round; the next change retries
+                    continue
+                self._persisted_seq = seq
+                self.last_persist_error = None
+                self._resolve_waiters(seq, None)
+        finally:
+            self._persist_task = None
+
+    def _resolve_waiters(self, seq: int, error: Exception | None) -> None:
+        keep = []
+        for s, fut in self._persist_waiters:
+            if s <= seq:
+                if not fut.done():
+                    if error is None:
+                        fut.set_result(None)
+                    else:
+                        fut.set_exception(error)
+            else:
+                keep.append((s, fut))
+        self._persist_waiters = keep
+
+    async def flush(self) -> None:
+        """Wait until every change so far is in a durable snapshot."""
+        if self._store is None:
+            return
+        if self._persisted_seq < self._dirty_seq and self._persist_task is None:
+            self._persist_task = self.ml.ctx.supervisor.spawn(
+                self._persist_loop(), name=f"persist-{self._name}"
+            )
+        await self._wait_persisted(self._dirty_seq)
+
+    async def close(self) -> None:
+        if self.state is CursorState.CLOSED:
+            return
+        self.state = CursorState.CLOSING
+        try:
+            await self.flush()
+        except ManagedLedgerError:
+            pass
+        if self._store is not None:
+            await self._store.close()
+        self.state = CursorState.CLOSED
+
+    async def delete_durable_state(self) -> None:
+        if self.state is not CursorState.CLOSED:
+            self.state = CursorState.CLOSING
+            if self._persist_task is not None:
+                self._persist_task.cancel()
+            self.state = CursorState.CLOSED
+        if self._store is not None:
+            await self._store.delete(self.ml.config)

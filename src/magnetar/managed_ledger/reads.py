@@ -1,0 +1,111 @@
+"""Reading entries: cache first, then bookies (with read-ahead), or an offloader.
+
+Theory of operation: a read asks for entries ``first..last`` of one ledger
+(cursors split their reads at ledger boundaries using
+:class:`~magnetar.managed_ledger.positions.LedgerList`).  The shared
+:class:`~magnetar.managed_ledger.cache.EntryCache` answers the leading run it
+holds; the rest comes from one BookKeeper read that also fetches up to
+``read_ahead_entries`` more (bounded by the ledger's last entry) into the
+cache, so a backlogged cursor reading in small batches costs one bookie round
+trip per read-ahead window, not per batch.
+
+The ledger being written is read through its write handle (its LAC is ours);
+closed ledgers through read handles opened without recovery, kept in a small
+LRU; offloaded ledgers through the offloader's read handle.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+from magnetar.bookkeeper.api import BKError, ReadHandle
+from magnetar.managed_ledger.api import Entry, ManagedLedgerStorageError, Position
+from magnetar.managed_ledger.context import READ_HANDLES_MAX, MLContext
+from magnetar.managed_ledger.positions import LedgerList
+
+
+class LedgerReader:
+    def __init__(
+        self,
+        ctx: MLContext,
+        ledgers: LedgerList,
+        password: bytes,
+        write_handle: Callable[[], ReadHandle | None],
+    ) -> None:
+        self._ctx = ctx
+        self._ledgers = ledgers
+        self._password = password
+        self._write_handle = write_handle
+        self._handles: OrderedDict[int, ReadHandle] = OrderedDict()
+        self.entries_read_from_bookies = 0
+
+    async def read_range(self, ledger_id: int, first: int, last: int, read_ahead: bool = True) -> list[Entry]:
+        """Entries first..last (inclusive) of one ledger; ``last`` must be confirmed."""
+        cache = self._ctx.cache
+        datas = cache.get_run(ledger_id, first, last)
+        out = [Entry(Position(ledger_id, first + i), d) for i, d in enumerate(datas)]
+        start = first + len(datas)
+        if start > last:
+            return out
+        end_of_ledger = self._ledgers.entries_of(ledger_id) - 1
+        extra = self._ctx.read_ahead_entries if read_ahead else 0
+        fetch_last = max(last, min(last + extra, end_of_ledger))
+        handle = await self._handle_for(ledger_id)
+        try:
+            got = await handle.read(start, fetch_last)
+        except BKError as e:
+            raise ManagedLedgerStorageError(f"read {ledger_id}:{start}..{fetch_last} failed: {e!r}") from e
+        self.entries_read_from_bookies += len(got)
+        for le in got:
+            cache.put(ledger_id, le.entry_id, le.data)
+            if le.entry_id <= last:
+                out.append(Entry(Position(ledger_id, le.entry_id), le.data))
+        return out
+
+    async def read_entry(self, pos: Position, read_ahead: bool = True) -> Entry:
+        got = await self.read_range(pos.ledger_id, pos.entry_id, pos.entry_id, read_ahead)
+        if not got:
+            raise ManagedLedgerStorageError(f"entry {pos} not found")
+        return got[0]
+
+    async def _handle_for(self, ledger_id: int) -> ReadHandle:
+        wh = self._write_handle()
+        if wh is not None and wh.ledger_id == ledger_id:
+            return wh
+        h = self._handles.get(ledger_id)
+        if h is not None:
+            self._handles.move_to_end(ledger_id)
+            return h
+        info = self._ledgers.get(ledger_id)
+        try:
+            if info is not None and info.offloaded and self._ctx.offloader is not None:
+                h = await self._ctx.offloader.read_offloaded(ledger_id)
+            else:
+                h = await self._ctx.bookkeeper.open_ledger(ledger_id, password=self._password, recovery=False)
+        except BKError as e:
+            raise ManagedLedgerStorageError(f"cannot open ledger {ledger_id} for reading: {e!r}") from e
+        self._handles[ledger_id] = h
+        while len(self._handles) > READ_HANDLES_MAX:
+            _, old = self._handles.popitem(last=False)
+            await _close_quietly(old)
+        return h
+
+    async def drop_ledger(self, ledger_id: int) -> None:
+        self._ctx.cache.invalidate_ledger(ledger_id)
+        h = self._handles.pop(ledger_id, None)
+        if h is not None:
+            await _close_quietly(h)
+
+    async def close(self) -> None:
+        handles = list(self._handles.values())
+        self._handles.clear()
+        for h in handles:
+            await _close_quietly(h)
+
+
+async def _close_quietly(h: ReadHandle) -> None:
+    try:
+        await h.close()
+    except BKError:
+        pass
