@@ -87,13 +87,15 @@ class Standalone:
         clock: Clock | None = None,
         rng: Rng | None = None,
         storage: StorageStack | None = None,
+        owns_storage: bool | None = None,
     ) -> None:
         self.config = config
         self.clock = clock or RealClock()
         self.rng = rng or Rng()
         self.state = StandaloneState.NEW
         self._storage = storage
-        self._owns_storage = storage is None
+        # A stack we open we close; a stack handed in is closed only if we are told we own it.
+        self._owns_storage = storage is None if owns_storage is None else owns_storage
         self.broker_service: Any = None
         self._http: _InLoopServer | None = None
         self._http_task: asyncio.Task[None] | None = None

@@ -122,3 +122,30 @@ async def _open_ml_factory(stack: StorageStack, bk: Any, config: StandaloneConfi
         clock=clock,
         cache_size_bytes=get_int(props, "managedLedgerCacheSizeMB", 64) * 1024 * 1024,
     )
+
+
+async def open_cluster_storage(
+    metadata_url: str, config: StandaloneConfig, *, clock: Clock, rng: Rng
+) -> StorageStack:
+    """A broker's storage in a cluster: a shared metadata store and bookies over TCP.
+
+    The bookies register themselves under ``/ledgers/available`` in the same
+    store (``magnetar bookie``); placement finds them there.
+    """
+    from magnetar.bookie.wire_client import WireBookieClientPool
+    from magnetar.bookkeeper.client import BookKeeperClient
+
+    store = await create_metadata_store(metadata_url, clock=clock)
+    stack = StorageStack(metadata_store=store, ml_factory=None, closers=[("metadata store", store.aclose)])
+    try:
+        pool = WireBookieClientPool()
+        stack.closers.append(("bookie client pool", pool.aclose))
+        bk = BookKeeperClient(store, pool, clock, rng.fork("bookkeeper"))
+        stack.closers.append(("bookkeeper client", bk.aclose))
+        stack.parts["bookkeeper"] = bk
+        stack.ml_factory = await _open_ml_factory(stack, bk, config, clock=clock)
+        stack.closers.append(("managed ledger factory", stack.ml_factory.aclose))
+    except BaseException:
+        await stack.aclose()
+        raise
+    return stack

@@ -1,0 +1,85 @@
+"""``magnetar broker``: one broker of a cluster (shared metadata store, bookies over TCP).
+
+Theory of operation: the same composition as ``magnetar standalone``
+(:class:`~magnetar.app.standalone.Standalone` runs the broker service and the
+HTTP server in one loop, prints the ready line, stops cleanly on SIGTERM/SIGINT)
+but with a cluster storage stack instead of the embedded one: the metadata
+store named by ``--metadata-url`` / ``metadataStoreUrl`` (``zk:host:2181``,
+``rocksdb:/path`` for a single node) and bookies reached over the wire, found
+through their registrations in that store.  Start bookies with ``magnetar
+bookie`` against the same store first.  Several brokers sharing one store is
+best effort in this version: bundle ownership and load balancing between
+brokers arrive with the scaling issues, so each broker answers lookups for
+every topic with itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from magnetar.cli.standalone import EXIT_BAD_CONFIG, EXIT_OK, EXIT_START_FAILED, cli_overrides, run_event_loop
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("broker", help="run one broker of a cluster (metadata store + remote bookies)")
+    p.add_argument("--config", help="broker.conf-style key=value file (Pulsar key names)")
+    p.add_argument(
+        "--metadata-url", default=None, help="metadata store, e.g. zk:localhost:2181 (metadataStoreUrl)"
+    )
+    p.add_argument("--data-dir", default="data", help="local scratch directory (default ./data)")
+    p.add_argument(
+        "--broker-port", type=int, default=None, help="binary protocol port (default 6650; 0 = any)"
+    )
+    p.add_argument("--web-port", type=int, default=None, help="HTTP port (default 8080; 0 = any)")
+    p.add_argument("-a", "--advertised-address", default=None, help="host name put in lookups")
+    p.add_argument("--bind-address", default=None, help="listen address (default 0.0.0.0)")
+    p.add_argument("--log-level", default="WARNING")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from magnetar.app.config import ConfigError, load_standalone_config
+
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING), stream=sys.stderr
+    )
+    overrides = {**cli_overrides(args), "metadataStoreUrl": args.metadata_url}
+    try:
+        config = load_standalone_config(args.config, data_dir=args.data_dir, overrides=overrides)
+    except ConfigError as exc:
+        print(f"magnetar broker: {exc}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    url = config.properties.get("metadataStoreUrl", "")
+    if not url:
+        print("magnetar broker: no metadata store: give --metadata-url or metadataStoreUrl", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    return run_event_loop(_serve(config, url))
+
+
+async def _serve(config: object, metadata_url: str) -> int:
+    from magnetar.app.standalone import Standalone
+    from magnetar.app.storage import open_cluster_storage
+    from magnetar.runtime import RealClock, Rng
+
+    clock, rng = RealClock(), Rng()
+    try:
+        storage = await open_cluster_storage(metadata_url, config, clock=clock, rng=rng)  # type: ignore[arg-type]
+    except Exception as exc:
+        print(f"magnetar broker: cannot open storage: {exc}", file=sys.stderr, flush=True)
+        return EXIT_START_FAILED
+    broker = Standalone(config, clock=clock, rng=rng, storage=storage, owns_storage=True)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, broker.request_stop)
+    try:
+        await broker.start()
+    except Exception as exc:
+        print(f"magnetar broker: failed to start: {exc}", file=sys.stderr, flush=True)
+        return EXIT_START_FAILED
+    print(broker.ready_line, flush=True)
+    await broker.run_until_stopped()
+    return EXIT_OK
