@@ -1,0 +1,227 @@
+"""Topic administration for the HTTP layer: partitioned metadata, create, list, delete, stats.
+
+Theory of operation: a mixin of :class:`BrokerService` holding the operations
+``web`` calls (the service API in ``magnetar.broker``'s docstring).  Each one
+validates the name, checks that the namespace exists (404 otherwise), then
+works on the partitioned-topic metadata and the topic registry.  Errors are
+``broker.errors`` types carrying the HTTP status Pulsar answers with.
+
+Partitioned-metadata rules (Pulsar's): an existing partitioned topic answers
+its count; anything else answers 0, except that with
+``check_allow_auto_creation`` and auto-creation of type ``partitioned`` an
+absent topic gets metadata with the default partition count first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from magnetar.broker import errors
+from magnetar.broker.service.names import (
+    PARTITION_SUFFIX,
+    TopicRef,
+    from_managed_ledger_name,
+    parse_namespace,
+    parse_topic,
+)
+from magnetar.broker.service.stats import merge_topic_stats, topic_stats_dict
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.topic import PersistentTopic
+
+
+class TopicAdmin:
+    # Provided by BrokerService.
+    config: Any
+    resources: Any
+    topics: Any
+    ml_factory: Any
+
+    async def require_namespace(self, namespace: str) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    async def _partitions_of(self, ref: TopicRef) -> int | None:
+        return await self.resources.partitioned_topics.partitions(
+            ref.tenant, ref.namespace_portion, ref.domain, ref.local_name
+        )
+
+    # ------------------------------------------------------------ partitioned metadata
+    async def get_partitioned_metadata(self, topic: str, check_allow_auto_creation: bool = False) -> int:
+        ref = parse_topic(topic)
+        await self.require_namespace(ref.namespace)
+        n = await self._partitions_of(ref)
+        if n is not None:
+            return n
+        if not check_allow_auto_creation or ref.is_partition:
+            return 0
+        allowed, kind, default_n = await self.topics.auto_creation(ref)
+        if not allowed or kind != "partitioned" or await self.topics.exists(ref):
+            return 0
+        try:
+            await self.resources.partitioned_topics.create(
+                ref.tenant, ref.namespace_portion, ref.domain, ref.local_name, default_n
+            )
+        except errors.AlreadyExistsError:
+            pass
+        return await self._partitions_of(ref) or 0
+
+    async def create_partitioned_topic(
+        self, topic: str, num_partitions: int, properties: dict | None = None
+    ) -> None:
+        ref = parse_topic(topic)
+        await self.require_namespace(ref.namespace)
+        if num_partitions <= 0:
+            raise errors.InvalidPartitionCountError("Number of partitions should be more than 0")
+        limit = self.config.max_num_partitions_per_partitioned_topic
+        if limit and num_partitions > limit:
+            raise errors.InvalidPartitionCountError(
+                f"Number of partitions should be less than or equal to {limit}"
+            )
+        if PARTITION_SUFFIX in ref.local_name:
+            raise errors.PreconditionFailedError("Partitioned Topic Name should not contain '-partition-'")
+        if await self.topics.exists(ref):
+            raise errors.AlreadyExistsError("This topic already exists")
+        await self.resources.partitioned_topics.create(
+            ref.tenant, ref.namespace_portion, ref.domain, ref.local_name, num_partitions, properties
+        )
+
+    async def update_partitioned_topic(self, topic: str, num_partitions: int) -> None:
+        ref = parse_topic(topic)
+        await self.require_namespace(ref.namespace)
+        n = await self._partitions_of(ref)
+        if n is None:
+            raise errors.TopicNotFoundError("Partitioned topic does not exist")
+        if num_partitions <= n:
+            raise errors.UnprocessableError("Number of partitions can only be increased")
+        await self.resources.partitioned_topics.update(
+            ref.tenant, ref.namespace_portion, ref.domain, ref.local_name, num_partitions
+        )
+
+    async def create_non_partitioned_topic(self, topic: str) -> None:
+        ref = parse_topic(topic)
+        await self.require_namespace(ref.namespace)
+        if await self._partitions_of(ref) is not None or await self.topics.exists(ref):
+            raise errors.AlreadyExistsError("This topic already exists")
+        await self.topics.get_topic(ref, create=True, explicit=True)
+
+    # ------------------------------------------------------------ listing
+    async def list_topics(self, namespace: str, mode: str = "PERSISTENT") -> list[str]:
+        tenant, ns = parse_namespace(namespace)
+        await self.require_namespace(namespace)
+        if mode.upper() == "NON_PERSISTENT":
+            return []
+        names: set[str] = set()
+        for ml_name in await self.ml_factory.list_names(f"{tenant}/{ns}/persistent/"):
+            ref = from_managed_ledger_name(ml_name)
+            if ref is not None:
+                names.add(ref.full_name)
+        for t in self.topics.loaded():
+            if t.ref.namespace == namespace:
+                names.add(t.name)
+        for local in await self.resources.partitioned_topics.list(tenant, ns, "persistent"):
+            base = TopicRef("persistent", tenant, ns, local)
+            n = await self._partitions_of(base) or 0
+            names.update(base.partition(i).full_name for i in range(n))
+        return sorted(n for n in names if not parse_topic(n).is_system)
+
+    async def list_partitioned_topics(self, namespace: str) -> list[str]:
+        tenant, ns = parse_namespace(namespace)
+        await self.require_namespace(namespace)
+        locals_ = await self.resources.partitioned_topics.list(tenant, ns, "persistent")
+        return sorted(TopicRef("persistent", tenant, ns, n).full_name for n in locals_)
+
+    # ------------------------------------------------------------ delete / unload
+    async def delete_topic(self, topic: str, force: bool = False) -> None:
+        ref = parse_topic(topic)
+        await self.require_namespace(ref.namespace)
+        if await self._partitions_of(ref) is not None:
+            raise errors.AlreadyExistsError(
+                f"{ref.full_name} is a partitioned topic, instead of calling delete topic, "
+                "please call delete-partitioned-topic."
+            )
+        await self.topics.delete(ref, force)
+
+    async def delete_partitioned_topic(self, topic: str, force: bool = False) -> None:
+        ref = parse_topic(topic)
+        await self.require_namespace(ref.namespace)
+        if PARTITION_SUFFIX in ref.local_name and ref.is_partition:
+            raise errors.PreconditionFailedError("Partitioned Topic Name should not contain '-partition-'")
+        n = await self._partitions_of(ref)
+        if n is None:
+            raise errors.TopicNotFoundError("Partitioned topic does not exist")
+        parts = [ref.partition(i) for i in range(n)]
+        if not force:
+            for p in parts:
+                t = self.topics.get_loaded(p.full_name)
+                if t is not None and t.has_clients:
+                    raise errors.PreconditionFailedError("Topic has active producers/subscriptions")
+        for p in parts:
+            try:
+                await self.topics.delete(p, force=True)
+            except errors.TopicNotFoundError:
+                pass
+        await self.resources.partitioned_topics.delete(
+            ref.tenant, ref.namespace_portion, ref.domain, ref.local_name
+        )
+
+    async def unload_topic(self, topic: str) -> None:
+        ref = parse_topic(topic)
+        n = await self._partitions_of(ref)
+        refs = [ref.partition(i) for i in range(n)] if n else [ref]
+        for r in refs:
+            await self.topics.unload(r)
+
+    # ------------------------------------------------------------ stats
+    async def _existing_topic(self, topic: str) -> PersistentTopic:
+        ref = parse_topic(topic)
+        await self.require_namespace(ref.namespace)
+        if await self._partitions_of(ref) is not None:
+            raise errors.TopicNotFoundError(
+                "Topic not found: it is a partitioned topic, use partitioned-stats"
+            )
+        try:
+            return await self.topics.get_topic(ref, create=False)
+        except errors.TopicNotFoundError:
+            raise errors.TopicNotFoundError("Topic not found") from None
+
+    async def topic_stats(self, topic: str) -> dict:
+        return topic_stats_dict(await self._existing_topic(topic), self.web_service_url())
+
+    async def internal_stats(self, topic: str) -> dict:
+        return (await self._existing_topic(topic)).ml.internal_stats()
+
+    async def list_subscriptions(self, topic: str) -> list[str]:
+        ref = parse_topic(topic)
+        n = await self._partitions_of(ref)
+        if n:
+            names: set[str] = set()
+            for i in range(n):
+                try:
+                    names.update(await self.list_subscriptions(ref.partition(i).full_name))
+                except errors.TopicNotFoundError:
+                    pass
+            return sorted(names)
+        t = await self._existing_topic(topic)
+        return sorted(set(t.subscriptions) | set(t.ml.cursors))
+
+    async def partitioned_topic_stats(self, topic: str, per_partition: bool = True) -> dict:
+        ref = parse_topic(topic)
+        await self.require_namespace(ref.namespace)
+        n = await self._partitions_of(ref)
+        if n is None:
+            raise errors.TopicNotFoundError("Partitioned Topic not found")
+        per: dict[str, dict] = {}
+        for i in range(n):
+            p = ref.partition(i)
+            try:
+                t = await self.topics.get_topic(p, create=False)
+            except errors.TopicNotFoundError:
+                continue
+            per[p.full_name] = topic_stats_dict(t, self.web_service_url())
+        out = merge_topic_stats(list(per.values()))
+        out["metadata"] = {"partitions": n}
+        out["partitions"] = per if per_partition else {}
+        return out
+
+    def web_service_url(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError

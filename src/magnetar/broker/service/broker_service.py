@@ -1,0 +1,186 @@
+"""BrokerService: the broker's composition of listener, connections, topics and resources.
+
+Theory of operation: one BrokerService per broker process.  It owns the
+binary-protocol listener (``serve``), the set of live connections, the topic
+registry and the typed metadata resources, and exposes the operations the
+HTTP layer needs (lookup, partitioned metadata, topic admin, stats -- see
+``magnetar.broker``'s docstring for the list).  Its dependencies come in
+through the constructor: configuration, metadata store, managed-ledger
+factory, clock and rng.
+
+Lifecycle::
+
+    NEW --serve()/start()--> RUNNING --aclose()--> CLOSED
+
+``start`` is idempotent and creates the cluster, tenant ``public`` and the
+namespaces ``public/default`` and ``pulsar/system`` when absent (after
+``serve``, so the cluster record carries the bound port).  ``aclose`` stops
+accepting, closes every connection (their producers and consumers detach),
+then closes every topic and with it the managed ledgers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from magnetar.broker import errors
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.resources import BrokerResources, initialize_cluster
+from magnetar.broker.service.admin import TopicAdmin
+from magnetar.broker.service.connection import Connection
+from magnetar.broker.service.names import parse_topic
+from magnetar.broker.service.topics import TopicRegistry
+from magnetar.managed_ledger.api import ManagedLedgerFactory
+from magnetar.metadata.api import MetadataStore
+from magnetar.runtime import Clock, Rng, TaskSupervisor
+
+log = logging.getLogger(__name__)
+
+PRODUCER_NAME_COUNTER_PATH = "/counters/producer-name"
+CLOSE_TIMEOUT_S = 10.0
+
+
+class BrokerService(TopicAdmin):
+    def __init__(
+        self,
+        config: BrokerConfig,
+        metadata_store: MetadataStore,
+        ml_factory: ManagedLedgerFactory,
+        clock: Clock,
+        rng: Rng,
+    ) -> None:
+        self.config = config
+        self.metadata_store = metadata_store
+        self.ml_factory = ml_factory
+        self.clock = clock
+        self.rng = rng
+        self.supervisor = TaskSupervisor("broker")
+        self.resources = BrokerResources(metadata_store)
+        self.topics = TopicRegistry(self)
+        self.connections: set[Connection] = set()
+        self.broker_port = config.broker_service_port
+        self.web_port = config.web_service_port
+        self._server: asyncio.Server | None = None
+        self._started = False
+        self._closed = False
+        self._producer_name_prefix: str | None = None
+        self._producer_counter = 0
+
+    # ------------------------------------------------------------ lifecycle
+    async def serve(self, host: str | None = None, port: int | None = None) -> asyncio.Server:
+        host = host or self.config.bind_address
+        port = self.config.broker_service_port if port is None else port
+        self._server = await asyncio.start_server(self.handle_connection, host, port, limit=2**20)
+        sock = self._server.sockets[0]
+        self.broker_port = sock.getsockname()[1]
+        return self._server
+
+    def set_web_service_port(self, port: int) -> None:
+        self.web_port = port
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        await initialize_cluster(
+            self.resources,
+            self.config.cluster_name,
+            self.web_service_url(),
+            self.broker_service_url(),
+            self.config.default_number_of_namespace_bundles,
+        )
+        if self._producer_name_prefix is None:
+            self._producer_name_prefix = await self._allocate_name_prefix()
+        self._started = True
+
+    async def _allocate_name_prefix(self) -> str:
+        try:
+            stat = await self.metadata_store.put(
+                f"{PRODUCER_NAME_COUNTER_PATH}/-", b"", ephemeral=True, sequential=True
+            )
+            return f"{self.config.cluster_name}-{int(stat.path.rsplit('-', 1)[-1])}"
+        except Exception:
+            log.warning("could not allocate a producer-name prefix; using a random one", exc_info=True)
+            return f"{self.config.cluster_name}-{self.rng.randint(1000, 999_999)}"
+
+    def new_producer_name(self) -> str:
+        prefix = self._producer_name_prefix or f"{self.config.cluster_name}-{self.rng.randint(1000, 999_999)}"
+        self._producer_name_prefix = prefix
+        n = self._producer_counter
+        self._producer_counter += 1
+        return f"{prefix}-{n}"
+
+    async def handle_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._closed:
+            writer.close()
+            return
+        cnx = Connection(self, reader, writer)
+        self.connections.add(cnx)
+        await cnx.run()
+
+    def connection_closed(self, cnx: Connection) -> None:
+        self.connections.discard(cnx)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._server is not None:
+            self._server.close()
+        for cnx in list(self.connections):
+            try:
+                await asyncio.wait_for(cnx.close(), CLOSE_TIMEOUT_S)
+            except Exception:
+                log.debug("closing connection failed", exc_info=True)
+        try:
+            await asyncio.wait_for(self.topics.close_all(), CLOSE_TIMEOUT_S * 3)
+        except Exception:
+            log.exception("closing topics failed")
+        await self.supervisor.aclose()
+        if self._server is not None:
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), CLOSE_TIMEOUT_S)
+            except Exception:
+                pass
+
+    def statistics(self) -> dict[str, int]:
+        topics = self.topics.loaded()
+        return {
+            "connections": len(self.connections),
+            "topics": len(topics),
+            "producers": sum(len(t.producers) for t in topics),
+            "subscriptions": sum(len(t.subscriptions) for t in topics),
+            "consumers": sum(len(s.consumers) for t in topics for s in t.subscriptions.values()),
+        }
+
+    # ------------------------------------------------------------ addresses
+    def broker_service_url(self, listener: str | None = None) -> str:
+        return f"pulsar://{self.config.advertised_address}:{self.broker_port}"
+
+    def web_service_url(self) -> str:
+        return f"http://{self.config.advertised_address}:{self.web_port}"
+
+    def listener_names(self) -> set[str]:
+        names = set()
+        for item in self.config.advertised_listeners.split(","):
+            name, sep, _ = item.strip().partition(":")
+            if sep and name:
+                names.add(name)
+        return names
+
+    # ------------------------------------------------------------ lookup
+    async def require_namespace(self, namespace: str) -> None:
+        if not await self.resources.namespaces.exists(namespace):
+            raise errors.NamespaceNotFoundError("Namespace does not exist")
+
+    async def lookup(self, topic: str) -> dict:
+        ref = parse_topic(topic)
+        await self.require_namespace(ref.namespace)
+        url = self.broker_service_url()
+        return {
+            "brokerUrl": url,
+            "brokerUrlTls": None,
+            "httpUrl": self.web_service_url(),
+            "httpUrlTls": None,
+            "nativeUrl": url,
+        }

@@ -1,0 +1,278 @@
+"""One client connection: bytes in -> protocol events -> command handlers -> bytes out.
+
+Theory of operation: the socket shell around ``protocol.ServerConnection``.
+A read loop feeds received bytes to the codec and handles its events in
+order: CONNECT is answered with CONNECTED (protocol version min(20, the
+client's), ``max_message_size``), PING with PONG, and every other command is
+dispatched to the handler of its family (``handlers/``).  Handlers run one
+after the other, so a FLOW never overtakes the SUBSCRIBE before it; the
+publish path does not wait for storage (SEND only *starts* an add; receipts
+go out in order from the producer's pipeline), so one slow add does not stall
+the connection.
+
+Back-pressure: while publishes in flight on this connection exceed
+``maxPendingPublishRequestsPerConnection`` the loop stops reading the socket
+(TCP then pushes back on the client) and resumes below half of it.
+
+Keep-alive both ways: a timer asks the codec every interval whether to PING
+or, when the previous PING went unanswered and nothing else arrived, to drop
+the client.  The client PINGs us too; we PONG at once.
+
+Teardown (EOF, reset, protocol error, keep-alive timeout, broker shutdown)
+removes every producer and consumer of the connection from its topic, which
+re-queues the consumers' unacknowledged messages for redelivery.
+
+State: the codec's ConnectionState is the state; ``closed`` only marks that
+teardown started (idempotent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from magnetar.broker import errors
+from magnetar.broker.service import handlers
+from magnetar.managed_ledger.api import Position
+from magnetar.protocol import server_commands as cmds
+from magnetar.protocol.connection import (
+    CommandReceived,
+    ConnectionClosed,
+    ConnectRequested,
+    KeepaliveAction,
+    PingReceived,
+    ServerConnection,
+)
+from magnetar.protocol.enums import ServerError
+from magnetar.protocol.errors import ProtocolError, RemoteProtocolError
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.broker_service import BrokerService
+    from magnetar.broker.service.consumer import Consumer
+    from magnetar.broker.service.producer import Producer
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK_BYTES = 256 * 1024
+HANDLER_TIMEOUT_S = 25.0
+BACKPRESSURE_CHECK_S = 1.0
+
+
+class Connection:
+    def __init__(
+        self, service: BrokerService, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        cfg = service.config
+        self.service = service
+        self.reader = reader
+        self.writer = writer
+        self.proto = ServerConnection(
+            max_frame_size=cfg.max_frame_size,
+            max_message_size=cfg.max_message_size,
+            keepalive_interval_s=float(cfg.keep_alive_interval_seconds),
+        )
+        peer = writer.get_extra_info("peername")
+        self.peer_address = (
+            f"/{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer)
+        )
+        self.client_version = ""
+        self.producers: dict[int, Producer] = {}
+        self.consumers: dict[int, Consumer] = {}
+        self.closed = False
+        self._max_pending = max(1, cfg.max_pending_publish_requests_per_connection)
+        self._pending_publishes = 0
+        self._resume_reading = asyncio.Event()
+        self._resume_reading.set()
+        self._keepalive: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------ output
+    def write(self, data: bytes) -> None:
+        if self.closed or self.writer.is_closing():
+            return
+        self.writer.write(data)
+
+    def send_message(
+        self,
+        consumer_id: int,
+        pos: Position,
+        partition: int,
+        data: bytes,
+        redelivery_count: int,
+        ack_set: list[int] | None,
+    ) -> None:
+        if self.closed or self.writer.is_closing():
+            return
+        head = cmds.message_command_bytes(
+            consumer_id, pos.ledger_id, pos.entry_id, partition, redelivery_count, ack_set or None
+        )
+        self.writer.write(
+            b"".join(((len(head) + 4 + len(data)).to_bytes(4, "big"), len(head).to_bytes(4, "big"), head))
+        )
+        self.writer.write(data)
+
+    def send_receipt(self, producer: Producer, sequence_id: int, highest: int | None, pos: Position) -> None:
+        self._publish_done()
+        self.write(cmds.send_receipt(producer.producer_id, sequence_id, pos.ledger_id, pos.entry_id, highest))
+
+    def publish_failed(self, producer: Producer, sequence_id: int, exc: BaseException) -> None:
+        """A stored add failed: close the producer so the client re-sends (SEND_ERROR would kill the cnx)."""
+        self._publish_done()
+        err = errors.translate(exc)
+        if isinstance(err, errors.ChecksumError):
+            self.write(
+                cmds.send_error(producer.producer_id, sequence_id, ServerError.ChecksumError, err.message)
+            )
+            return
+        log.warning(
+            "publish on %s failed: %s; closing producer %s",
+            producer.topic.name,
+            err.message,
+            producer.producer_name,
+        )
+        if self.producers.get(producer.producer_id) is producer:
+            self.broker_closed_producer(producer)
+            producer.topic.remove_producer(producer)
+
+    def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
+        # After the SUBSCRIBE's SUCCESS (written synchronously by the handler).
+        asyncio.get_running_loop().call_soon(self.write, cmds.active_consumer_change(consumer_id, is_active))
+
+    def broker_closed_producer(self, producer: Producer) -> None:
+        """The broker drops a producer (unload, delete, failure): tell the client to reconnect."""
+        if self.producers.get(producer.producer_id) is producer:
+            del self.producers[producer.producer_id]
+            self.write(cmds.close_producer(producer.producer_id))
+
+    def broker_closed_consumer(self, consumer: Consumer) -> None:
+        if self.consumers.get(consumer.consumer_id) is consumer:
+            del self.consumers[consumer.consumer_id]
+            self.write(cmds.close_consumer(consumer.consumer_id))
+
+    # ------------------------------------------------------------ back-pressure
+    def publish_started(self) -> None:
+        self._pending_publishes += 1
+        if self._pending_publishes >= self._max_pending:
+            self._resume_reading.clear()
+
+    def _publish_done(self) -> None:
+        self._pending_publishes -= 1
+        if not self._resume_reading.is_set() and self._pending_publishes <= self._max_pending // 2:
+            self._resume_reading.set()
+
+    @property
+    def pending_publishes(self) -> int:
+        return self._pending_publishes
+
+    # ------------------------------------------------------------ the loop
+    async def run(self) -> None:
+        self._keepalive = self.service.supervisor.spawn(
+            self._keepalive_loop(), name=f"keepalive:{self.peer_address}"
+        )
+        try:
+            await self._read_loop()
+        except RemoteProtocolError as exc:
+            log.info("protocol error from %s: %s", self.peer_address, exc)
+            if exc.hint is not None:
+                self._try_write(cmds.error(-1, exc.hint, exc.message))
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            await self.close()
+
+    async def _read_loop(self) -> None:
+        while not self.closed:
+            while not self._resume_reading.is_set():
+                try:
+                    await asyncio.wait_for(self._resume_reading.wait(), BACKPRESSURE_CHECK_S)
+                except TimeoutError:
+                    if self.closed:
+                        return
+            data = await self.reader.read(READ_CHUNK_BYTES)
+            self.proto.receive_data(data)
+            while (event := self.proto.next_event()) is not None:
+                if isinstance(event, CommandReceived):
+                    await self._dispatch(event)
+                elif isinstance(event, PingReceived):
+                    self.write(event.reply)
+                elif isinstance(event, ConnectRequested):
+                    self.client_version = event.client_version
+                    self.write(self.proto.accept_connect())
+                elif isinstance(event, ConnectionClosed):
+                    return
+            if not data:
+                return
+
+    async def _dispatch(self, event: CommandReceived) -> None:
+        frame = event.frame
+        handler = handlers.HANDLERS.get(frame.type)
+        if handler is None:
+            log.debug("ignoring %s from %s", frame.type.name, self.peer_address)
+            return
+        if handlers.is_sync(frame.type):
+            handler(self, frame)
+            return
+        try:
+            await asyncio.wait_for(handler(self, frame), HANDLER_TIMEOUT_S)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            err = (
+                errors.ServiceNotReadyError("Request timed out")
+                if isinstance(exc, TimeoutError)
+                else errors.translate(exc)
+            )
+            if not isinstance(exc, errors.BrokerError | TimeoutError):
+                log.exception("handler for %s failed", frame.type.name)
+            answer = handlers.error_answer(frame, err)
+            if answer is not None:
+                self.write(answer)
+
+    async def _keepalive_loop(self) -> None:
+        clock = self.service.clock
+        interval = max(0.05, float(self.service.config.keep_alive_interval_seconds))
+        self.proto.keepalive_tick(clock.monotonic())
+        while not self.closed:
+            await clock.sleep(interval)
+            action = self.proto.keepalive_tick(clock.monotonic())
+            if action is KeepaliveAction.SEND_PING:
+                self.write(cmds.ping())
+            elif action is KeepaliveAction.CLOSE:
+                log.info("closing %s after keep-alive timeout", self.peer_address)
+                self.writer.close()
+                return
+
+    def _try_write(self, data: bytes) -> None:
+        try:
+            if not self.writer.is_closing():
+                self.writer.write(data)
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------ teardown
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._resume_reading.set()
+        try:
+            self.proto.close()
+        except ProtocolError:
+            pass
+        if self._keepalive is not None and self._keepalive is not asyncio.current_task():
+            self._keepalive.cancel()
+        for producer in list(self.producers.values()):
+            producer.topic.remove_producer(producer)
+        self.producers.clear()
+        for consumer in list(self.consumers.values()):
+            try:
+                await consumer.subscription.topic.remove_consumer(consumer)
+            except Exception:
+                log.debug("removing consumer failed", exc_info=True)
+        self.consumers.clear()
+        try:
+            self.writer.close()
+            await asyncio.wait_for(self.writer.wait_closed(), 2.0)
+        except Exception:
+            pass
+        self.service.connection_closed(self)

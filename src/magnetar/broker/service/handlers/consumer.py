@@ -1,0 +1,191 @@
+"""Consumer commands: SUBSCRIBE, FLOW, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES,
+UNSUBSCRIBE, CLOSE_CONSUMER, SEEK, GET_LAST_MESSAGE_ID.
+
+Theory of operation: SUBSCRIBE loads the topic (auto-creating per policy),
+gets or creates the subscription (durable cursor, or a non-durable one for
+readers positioned from ``start_message_id``), attaches a Consumer and
+answers SUCCESS; messages flow only after the client's FLOW grants permits.
+Message ids arrive as uint64 and are read as signed (-1 = earliest,
+INT64_MAX = latest).
+
+SEEK follows Java: reset the cursor, disconnect the subscription's consumers
+with CLOSE_CONSUMER, then answer SUCCESS; the client re-subscribes and
+filters with its remembered seek id.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from magnetar.broker import errors
+from magnetar.broker.service.consumer import Consumer
+from magnetar.broker.service.names import parse_topic
+from magnetar.broker.service.subscription import SUB_KEY_SHARED
+from magnetar.managed_ledger.api import Position
+from magnetar.protocol import server_commands as cmds
+from magnetar.protocol.message_id import INT64_MAX, MessageId, to_signed64
+from magnetar.protocol.payload import peek_metadata
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.connection import Connection
+
+
+def _pos(mid: Any) -> Position:
+    return Position(to_signed64(mid.ledgerId), to_signed64(mid.entryId))
+
+
+async def handle_subscribe(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    svc = cnx.service
+    existing = cnx.consumers.get(cmd.consumer_id)
+    if existing is not None:
+        if (
+            existing.subscription.name == cmd.subscription
+            and existing.subscription.topic.name == parse_topic(cmd.topic).full_name
+        ):
+            cnx.write(cmds.success(cmd.request_id))
+            return
+        raise errors.ConsumerBusyError(f"Consumer id {cmd.consumer_id} is already in use on this connection")
+    sub_type = cmd.subType
+    if sub_type == SUB_KEY_SHARED:
+        raise errors.NotAllowedError("Key_Shared subscriptions are not supported yet")
+    type_name = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}.get(sub_type, "")
+    if type_name not in svc.config.subscription_types_enabled:
+        raise errors.NotAllowedError(f"Subscription type {type_name} is not enabled on this broker")
+    ref = parse_topic(cmd.topic)
+    force_create = cmd.force_topic_creation if cmd.HasField("force_topic_creation") else True
+    topic = await svc.topics.get_topic(ref, create=force_create)
+    durable = cmd.durable if cmd.HasField("durable") else True
+    if (
+        durable
+        and cmd.subscription not in topic.subscriptions
+        and not svc.config.allow_auto_subscription_creation
+    ):
+        if cmd.subscription not in topic.ml.cursors:
+            raise errors.SubscriptionNotFoundError(f"Subscription {cmd.subscription} does not exist")
+    start = _pos(cmd.start_message_id) if cmd.HasField("start_message_id") else None
+    initial = cmd.initialPosition if cmd.HasField("initialPosition") else 0
+    sub = await topic.get_or_create_subscription(cmd.subscription, initial, durable, start)
+    consumer = Consumer(
+        sub,
+        cnx,
+        cmd.consumer_id,
+        cmd.consumer_name,
+        cmd.priority_level if cmd.HasField("priority_level") else 0,
+        sub_type,
+        topic.partition_index,
+        svc.config.max_unacked_messages_per_consumer if sub_type == 1 else 0,
+        {kv.key: kv.value for kv in cmd.metadata},
+        svc.clock.time_ms(),
+    )
+    if cnx.closed:
+        raise errors.ServiceNotReadyError("Connection closed")
+    sub.add_consumer(consumer)
+    cnx.consumers[cmd.consumer_id] = consumer
+    cnx.write(cmds.success(cmd.request_id))
+
+
+def handle_flow(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    consumer = cnx.consumers.get(cmd.consumer_id)
+    if consumer is not None:
+        consumer.subscription.flow(consumer, cmd.messagePermits)
+
+
+async def handle_ack(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    consumer = cnx.consumers.get(cmd.consumer_id)
+    if consumer is None:
+        if cmd.HasField("request_id"):
+            raise errors.ConsumerNotFoundError(f"Consumer {cmd.consumer_id} not found")
+        return
+    sub = consumer.subscription
+    if cmd.ack_type == 1:  # Cumulative
+        if cmd.message_id:
+            mid = cmd.message_id[-1]
+            await sub.ack_cumulative(consumer, _pos(mid), list(mid.ack_set) or None)
+    else:
+        await sub.ack_individual(consumer, [(_pos(m), list(m.ack_set) or None) for m in cmd.message_id])
+    if cmd.HasField("request_id"):
+        cnx.write(cmds.ack_response(cmd.consumer_id, cmd.request_id))
+
+
+async def handle_redeliver(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    consumer = cnx.consumers.get(cmd.consumer_id)
+    if consumer is None:
+        return
+    positions = [_pos(m) for m in cmd.message_ids] or None
+    consumer.subscription.redeliver_unacknowledged(consumer, positions)
+
+
+async def handle_unsubscribe(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    consumer = cnx.consumers.get(cmd.consumer_id)
+    if consumer is None:
+        raise errors.ConsumerNotFoundError(f"Consumer {cmd.consumer_id} not found")
+    sub = consumer.subscription
+    force = cmd.HasField("force") and cmd.force
+    others = [c for c in sub.consumers if c is not consumer]
+    if others and not force:
+        raise errors.ConsumerBusyError("Subscription has other connected consumers")
+    for c in others:
+        c.cnx.broker_closed_consumer(c)
+    del cnx.consumers[cmd.consumer_id]
+    for c in [consumer, *others]:
+        sub.remove_consumer(c)
+    await sub.topic.unsubscribe(sub)
+    cnx.write(cmds.success(cmd.request_id))
+
+
+async def handle_close_consumer(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    consumer = cnx.consumers.pop(cmd.consumer_id, None)
+    if consumer is not None:
+        await consumer.subscription.topic.remove_consumer(consumer)
+    cnx.write(cmds.success(cmd.request_id))
+
+
+async def handle_seek(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    consumer = cnx.consumers.get(cmd.consumer_id)
+    if consumer is None:
+        raise errors.ConsumerNotFoundError(f"Consumer {cmd.consumer_id} not found")
+    sub = consumer.subscription
+    topic = sub.topic
+    if cmd.HasField("message_publish_time"):
+        position = await sub.cursor.find_position_by_publish_time(
+            cmd.message_publish_time, lambda data: peek_metadata(data).publish_time
+        )
+    elif cmd.HasField("message_id"):
+        target = _pos(cmd.message_id)
+        if target.ledger_id < 0 or target.entry_id < 0:
+            position = Position.EARLIEST
+        elif target.ledger_id >= INT64_MAX:
+            position = topic.ml.last_confirmed_entry.next()
+        else:
+            position = target
+    else:
+        raise errors.NotAllowedError("SEEK needs a message id or a publish time")
+    for c in sub.consumers:
+        c.cnx.broker_closed_consumer(c)
+        sub.remove_consumer(c)  # a reader's subscription stays: the client re-subscribes to it
+    await sub.reset_to(position)
+    cnx.write(cmds.success(cmd.request_id))
+
+
+async def handle_get_last_message_id(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    consumer = cnx.consumers.get(cmd.consumer_id)
+    if consumer is None:
+        raise errors.ConsumerNotFoundError(f"Consumer {cmd.consumer_id} not found")
+    topic = consumer.subscription.topic
+    pos, batch_index = await topic.last_message_id()
+    md = consumer.subscription.cursor.mark_delete_position
+    cnx.write(
+        cmds.get_last_message_id_response(
+            cmd.request_id,
+            MessageId(pos.ledger_id, pos.entry_id, topic.partition_index, batch_index),
+            MessageId(md.ledger_id, md.entry_id, topic.partition_index),
+        )
+    )

@@ -1,0 +1,67 @@
+"""Discovery commands: LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE, GET_SCHEMA.
+
+Theory of operation: every producer/consumer starts with PARTITIONED_METADATA
+for the name the application gave, then one LOOKUP per partition (or for the
+topic).  One broker serves everything, so LOOKUP always answers ``Connect``
+to our advertised URL with ``authoritative=true`` once the namespace is known
+to exist.  The answers always carry ``response`` (cpp treats its absence as
+failure), and failures travel in the response's own error form, not as a
+CommandError the client would not route (see ``handlers.error_answer``).
+
+The client sends ``advertised_listener_name=""`` always; empty means "not
+set".  An unknown non-empty listener is ServiceNotReady with Java's exact
+wording, which cpp matches on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from magnetar.broker import errors
+from magnetar.protocol import server_commands as cmds
+from magnetar.protocol.enums import LookupType
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.connection import Connection
+
+_MODES = {0: "PERSISTENT", 1: "NON_PERSISTENT", 2: "ALL"}
+
+
+async def handle_lookup(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    listener = cmd.advertised_listener_name if cmd.HasField("advertised_listener_name") else ""
+    svc = cnx.service
+    if listener and listener not in svc.listener_names():
+        raise errors.ServiceNotReadyError(f"the broker do not have {listener} listener")
+    await svc.lookup(cmd.topic)  # validates the name and the namespace
+    cnx.write(
+        cmds.lookup_response(
+            cmd.request_id,
+            LookupType.Connect,
+            broker_service_url=svc.broker_service_url(listener or None),
+            authoritative=True,
+        )
+    )
+
+
+async def handle_partitioned_metadata(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    auto_create = (
+        cmd.metadata_auto_creation_enabled if cmd.HasField("metadata_auto_creation_enabled") else True
+    )
+    n = await cnx.service.get_partitioned_metadata(cmd.topic, check_allow_auto_creation=auto_create)
+    cnx.write(cmds.partitioned_metadata_response(cmd.request_id, n))
+
+
+async def handle_get_topics_of_namespace(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    mode = _MODES.get(cmd.mode if cmd.HasField("mode") else 0, "PERSISTENT")
+    topics = await cnx.service.list_topics(cmd.namespace, mode)
+    cnx.write(cmds.get_topics_of_namespace_response(cmd.request_id, topics))
+
+
+async def handle_get_schema(cnx: Connection, frame: Any) -> None:
+    # The schema registry is a later issue: every topic is schemaless for now.
+    cmd = frame.command
+    raise errors.TopicNotFoundError("Topic not found or no-schema")
+    del cmd

@@ -1,0 +1,125 @@
+"""Producer commands: PRODUCER, SEND, CLOSE_PRODUCER.
+
+Theory of operation: PRODUCER loads (or, per policy, creates) the topic,
+registers the producer under a name -- the client's, or one the broker invents
+as ``<cluster>-<broker id>-<n>`` (the client stamps it into every message) --
+and answers PRODUCER_SUCCESS with ``last_sequence_id=-1`` (no deduplication
+state yet).  A PRODUCER for a producer id already registered on this
+connection (a client retry) is answered again with the same name.
+
+SEND is the hot path and never awaits: it checks the CRC32-C (a mismatch is
+the one soft SEND_ERROR, ChecksumError), the size, then starts the add;
+receipts leave in order from the producer's pipeline.  A SEND for an unknown
+producer closes the connection, as Java does: the client reconnects and
+re-sends whatever was not acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from magnetar.broker import errors
+from magnetar.broker.service.names import parse_topic
+from magnetar.broker.service.producer import Producer
+from magnetar.protocol import server_commands as cmds
+from magnetar.protocol.enums import ServerError
+from magnetar.protocol.payload import verify_checksum
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.connection import Connection
+
+log = logging.getLogger(__name__)
+
+ACCESS_SHARED, ACCESS_EXCLUSIVE, ACCESS_WAIT_FOR_EXCLUSIVE, ACCESS_EXCLUSIVE_WITH_FENCING = 0, 1, 2, 3
+HEADER_OVERHEAD_BYTES = 10  # magic + crc + metadata size: not part of Pulsar's message size
+
+
+async def handle_producer(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    svc = cnx.service
+    existing = cnx.producers.get(cmd.producer_id)
+    if existing is not None:
+        if existing.topic.name == parse_topic(cmd.topic).full_name:
+            cnx.write(cmds.producer_success(cmd.request_id, existing.producer_name, -1))
+            return
+        raise errors.ProducerBusyError(f"Producer id {cmd.producer_id} is already in use on this connection")
+    ref = parse_topic(cmd.topic)
+    topic = await svc.topics.get_topic(ref, create=True)
+    user_named = cmd.user_provided_producer_name if cmd.HasField("user_provided_producer_name") else True
+    if cmd.HasField("producer_name") and cmd.producer_name:
+        name = cmd.producer_name
+    else:
+        name, user_named = svc.new_producer_name(), False
+    mode = cmd.producer_access_mode if cmd.HasField("producer_access_mode") else ACCESS_SHARED
+    _check_access_mode(topic, mode)
+    producer = Producer(
+        topic,
+        cnx,
+        cmd.producer_id,
+        name,
+        user_named,
+        mode,
+        {kv.key: kv.value for kv in cmd.metadata},
+        cmd.epoch if cmd.HasField("epoch") else 0,
+        svc.clock.time_ms(),
+    )
+    if cnx.closed:
+        raise errors.ServiceNotReadyError("Connection closed")
+    topic.add_producer(producer)
+    cnx.producers[cmd.producer_id] = producer
+    if cmd.HasField("initial_subscription_name") and cmd.initial_subscription_name:
+        await topic.get_or_create_subscription(cmd.initial_subscription_name, 0, True, None)
+    cnx.write(cmds.producer_success(cmd.request_id, name, -1))
+
+
+def _check_access_mode(topic: Any, mode: int) -> None:
+    others = list(topic.producers.values())
+    if not others:
+        return
+    if mode != ACCESS_SHARED:
+        raise errors.ProducerBusyError(
+            f"Topic '{topic.name}' already has producers: exclusive access refused"
+        )
+    if any(p.access_mode != ACCESS_SHARED for p in others):
+        raise errors.ProducerBusyError(f"Topic '{topic.name}' has an exclusive producer")
+
+
+def handle_send(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    producer = cnx.producers.get(cmd.producer_id)
+    if producer is None:
+        log.warning(
+            "SEND for unknown producer %s from %s: closing the connection", cmd.producer_id, cnx.peer_address
+        )
+        cnx.writer.close()
+        return
+    data = frame.headers_and_payload or b""
+    if not verify_checksum(data):
+        cnx.write(
+            cmds.send_error(
+                cmd.producer_id, cmd.sequence_id, ServerError.ChecksumError, "Checksum failed on the broker"
+            )
+        )
+        return
+    is_chunk = cmd.HasField("is_chunk") and cmd.is_chunk
+    if not is_chunk and len(data) > cnx.service.config.max_message_size + HEADER_OVERHEAD_BYTES + 4096:
+        # The client enforces the limit itself; only a misbehaving one gets here.
+        log.warning("message of %d bytes over maxMessageSize from %s", len(data), cnx.peer_address)
+        cnx.writer.close()
+        return
+    is_batch = cmd.HasField("num_messages")
+    n = cmd.num_messages if is_batch else 1
+    highest = cmd.highest_sequence_id if cmd.HasField("highest_sequence_id") else None
+    cnx.publish_started()
+    producer.publish(cmd.sequence_id, highest, max(1, n), is_batch, data)
+
+
+async def handle_close_producer(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    producer = cnx.producers.pop(cmd.producer_id, None)
+    if producer is not None:
+        producer.mark_closing()
+        await producer.wait_drained(5.0)
+        producer.topic.remove_producer(producer)
+    cnx.write(cmds.success(cmd.request_id))

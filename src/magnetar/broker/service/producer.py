@@ -1,0 +1,180 @@
+"""A producer attached to a topic, and its in-order publish pipeline.
+
+Theory of operation: every SEND becomes one managed-ledger add (a batch is one
+entry).  Adds are pipelined -- many in flight at once -- but the client
+insists on receipts in send order (it matches each receipt against the
+front of its pending queue and drops the connection on a receipt from the
+future).  So each producer keeps a FIFO of in-flight publishes; when an add
+completes we send receipts from the front of the FIFO for as long as the
+front is done.  A failed add fails that publish with SEND_ERROR only if it is
+ChecksumError (the one soft error cpp tolerates); anything else closes the
+producer (CLOSE_PRODUCER) so the client reconnects and re-sends everything
+not yet acknowledged -- which is exactly what Java does on a persistence
+error.
+
+State machine (one place, ``_set_state``)::
+
+    ACTIVE --close()/topic closing--> CLOSING --pipeline drained--> CLOSED
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from magnetar.managed_ledger.api import Position
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.connection import Connection
+    from magnetar.broker.service.topic import PersistentTopic
+
+
+class ProducerState(enum.Enum):
+    ACTIVE = "active"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+_TRANSITIONS = {
+    ProducerState.ACTIVE: {ProducerState.CLOSING, ProducerState.CLOSED},
+    ProducerState.CLOSING: {ProducerState.CLOSED},
+    ProducerState.CLOSED: set(),
+}
+
+
+@dataclass(slots=True)
+class PendingPublish:
+    sequence_id: int
+    highest_sequence_id: int | None
+    num_messages: int
+    size_bytes: int
+    future: asyncio.Future[Position]
+
+
+@dataclass
+class ProducerStats:
+    msg_in_counter: int = 0
+    bytes_in_counter: int = 0
+    connected_since_ms: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+class Producer:
+    def __init__(
+        self,
+        topic: PersistentTopic,
+        cnx: Connection,
+        producer_id: int,
+        producer_name: str,
+        user_provided_name: bool,
+        access_mode: int,
+        metadata: dict[str, str],
+        epoch: int,
+        connected_since_ms: int,
+    ) -> None:
+        self.topic = topic
+        self.cnx = cnx
+        self.producer_id = producer_id
+        self.producer_name = producer_name
+        self.user_provided_name = user_provided_name
+        self.access_mode = access_mode
+        self.metadata = metadata
+        self.epoch = epoch
+        self.state = ProducerState.ACTIVE
+        self.stats = ProducerStats(connected_since_ms=connected_since_ms)
+        self._pending: deque[PendingPublish] = deque()
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    # ------------------------------------------------------------ state
+    def _set_state(self, new: ProducerState) -> None:
+        if new is self.state:
+            return
+        if new not in _TRANSITIONS[self.state]:
+            raise AssertionError(f"producer {self.producer_name}: {self.state} -> {new} not allowed")
+        self.state = new
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    # ------------------------------------------------------------ publish
+    def publish(
+        self,
+        sequence_id: int,
+        highest_sequence_id: int | None,
+        num_messages: int,
+        is_batch: bool,
+        data: bytes,
+    ) -> None:
+        """Start storing one entry; the receipt goes out in order when it (and all before it) completes."""
+        fut = self.topic.add_entry(self, data, num_messages, is_batch)
+        pending = PendingPublish(sequence_id, highest_sequence_id, num_messages, len(data), fut)
+        self._pending.append(pending)
+        self._drained.clear()
+        fut.add_done_callback(lambda _f: self._flush_receipts())
+
+    def _flush_receipts(self) -> None:
+        while self._pending and self._pending[0].future.done():
+            p = self._pending.popleft()
+            fut = p.future
+            if fut.cancelled():
+                err: BaseException | None = asyncio.CancelledError()
+            else:
+                err = fut.exception()
+            if err is None:
+                pos = fut.result()
+                self.stats.msg_in_counter += p.num_messages
+                self.stats.bytes_in_counter += p.size_bytes
+                self.cnx.send_receipt(self, p.sequence_id, p.highest_sequence_id, pos)
+            else:
+                self.cnx.publish_failed(self, p.sequence_id, err)
+        if not self._pending:
+            self._drained.set()
+
+    async def wait_drained(self, timeout_s: float) -> None:
+        try:
+            await asyncio.wait_for(self._drained.wait(), timeout_s)
+        except TimeoutError:
+            pass
+
+    # ------------------------------------------------------------ close
+    def mark_closing(self) -> None:
+        if self.state is ProducerState.ACTIVE:
+            self._set_state(ProducerState.CLOSING)
+
+    def mark_closed(self) -> None:
+        if self.state is not ProducerState.CLOSED:
+            self._set_state(ProducerState.CLOSED)
+
+    def to_stats(self) -> dict:
+        return {
+            "accessMode": _ACCESS_MODES.get(self.access_mode, "Shared"),
+            "msgRateIn": 0.0,
+            "msgThroughputIn": 0.0,
+            "averageMsgSize": (
+                self.stats.bytes_in_counter / self.stats.msg_in_counter if self.stats.msg_in_counter else 0.0
+            ),
+            "chunkedMessageRate": 0.0,
+            "producerId": self.producer_id,
+            "supportsPartialProducer": False,
+            "producerName": self.producer_name,
+            "address": self.cnx.peer_address,
+            "connectedSince": _iso(self.stats.connected_since_ms),
+            "clientVersion": self.cnx.client_version,
+            "metadata": dict(self.metadata),
+            "msgInCounter": self.stats.msg_in_counter,
+            "bytesInCounter": self.stats.bytes_in_counter,
+        }
+
+
+_ACCESS_MODES = {0: "Shared", 1: "Exclusive", 2: "WaitForExclusive", 3: "ExclusiveWithFencing"}
+
+
+def _iso(ms: int) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).isoformat().replace("+00:00", "Z")

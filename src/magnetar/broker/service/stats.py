@@ -1,0 +1,131 @@
+"""Topic stats in Pulsar's TopicStats shape (admin-REST reference 11.6).
+
+Theory of operation: counters live on the objects that change them (topic:
+msgIn/bytesIn; consumers: msgOut/bytesOut; cursors: backlog); this module only
+reads them into the JSON field names Pulsar uses.  Rates are not sampled yet
+and read 0.0.  Partitioned stats add the partitions' counters up and merge
+subscriptions by name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.topic import PersistentTopic
+
+_SUMMED = (
+    "msgRateIn",
+    "msgThroughputIn",
+    "msgRateOut",
+    "msgThroughputOut",
+    "bytesInCounter",
+    "msgInCounter",
+    "bytesOutCounter",
+    "msgOutCounter",
+    "storageSize",
+    "backlogSize",
+)
+
+
+def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
+    subs = {name: s.to_stats() for name, s in sorted(topic.subscriptions.items())}
+    for name in sorted(topic.ml.cursors):
+        if name not in subs:
+            cursor = topic.ml.cursors[name]
+            backlog = cursor.number_of_entries_in_backlog()
+            subs[name] = {
+                "msgRateOut": 0.0,
+                "msgThroughputOut": 0.0,
+                "bytesOutCounter": 0,
+                "msgOutCounter": 0,
+                "msgBacklog": backlog,
+                "msgBacklogNoDelayed": backlog,
+                "unackedMessages": 0,
+                "type": "Exclusive",
+                "consumers": [],
+                "isDurable": True,
+                "isReplicated": False,
+                "durable": True,
+                "replicated": False,
+                "blockedSubscriptionOnUnackedMsgs": False,
+            }
+    msg_out = sum(s.get("msgOutCounter", 0) for s in subs.values())
+    bytes_out = sum(s.get("bytesOutCounter", 0) for s in subs.values())
+    host = urlparse(web_url).netloc
+    return {
+        "msgRateIn": 0.0,
+        "msgThroughputIn": 0.0,
+        "msgRateOut": 0.0,
+        "msgThroughputOut": 0.0,
+        "bytesInCounter": topic.bytes_in_counter,
+        "msgInCounter": topic.msg_in_counter,
+        "bytesOutCounter": bytes_out,
+        "msgOutCounter": msg_out,
+        "averageMsgSize": topic.bytes_in_counter / topic.msg_in_counter if topic.msg_in_counter else 0.0,
+        "msgChunkPublished": False,
+        "storageSize": topic.ml.total_size,
+        "backlogSize": 0,
+        "earliestMsgPublishTimeInBacklogs": 0,
+        "offloadedStorageSize": 0,
+        "lastOffloadLedgerId": 0,
+        "lastOffloadSuccessTimeStamp": 0,
+        "lastOffloadFailureTimeStamp": 0,
+        "oldestBacklogMessageAgeSeconds": -1,
+        "publishRateLimitedTimes": 0,
+        "publishers": [p.to_stats() for p in topic.producers.values()],
+        "waitingPublishers": 0,
+        "subscriptions": subs,
+        "replication": {},
+        "deduplicationStatus": "Disabled",
+        "nonContiguousDeletedMessagesRanges": 0,
+        "nonContiguousDeletedMessagesRangesSerializedSize": 0,
+        "delayedMessageIndexSizeInBytes": 0,
+        "compaction": {
+            "lastCompactionRemovedEventCount": 0,
+            "lastCompactionSucceedTimestamp": 0,
+            "lastCompactionFailedTimestamp": 0,
+            "lastCompactionDurationTimeInMills": 0,
+        },
+        "ownerBroker": host,
+        "topicCreationTimeStamp": topic.created_ms,
+        "lastPublishTimeStamp": topic.last_publish_ms,
+    }
+
+
+def merge_topic_stats(parts: list[dict]) -> dict:
+    out: dict = {k: (0.0 if "Rate" in k or "Throughput" in k else 0) for k in _SUMMED}
+    out.update(
+        {
+            "averageMsgSize": 0.0,
+            "publishers": [],
+            "subscriptions": {},
+            "replication": {},
+            "deduplicationStatus": "Disabled",
+            "waitingPublishers": 0,
+            "msgChunkPublished": False,
+        }
+    )
+    for p in parts:
+        for k in _SUMMED:
+            out[k] += p.get(k, 0)
+        out["publishers"].extend(p.get("publishers", []))
+        for name, sub in p.get("subscriptions", {}).items():
+            agg = out["subscriptions"].setdefault(name, {**sub, "consumers": []})
+            if agg is not sub and agg.get("_merged"):
+                for k in (
+                    "msgBacklog",
+                    "msgOutCounter",
+                    "bytesOutCounter",
+                    "unackedMessages",
+                    "msgBacklogNoDelayed",
+                ):
+                    agg[k] = agg.get(k, 0) + sub.get(k, 0)
+            agg["_merged"] = True
+            agg["consumers"].extend(sub.get("consumers", []))
+    for sub in out["subscriptions"].values():
+        sub.pop("_merged", None)
+    if out["msgInCounter"]:
+        out["averageMsgSize"] = out["bytesInCounter"] / out["msgInCounter"]
+    return out

@@ -1,0 +1,237 @@
+"""A persistent topic: producers and subscriptions over one managed ledger.
+
+Theory of operation: the publish path is ``Producer.publish`` ->
+:meth:`PersistentTopic.add_entry` -> ``ManagedLedger.add_entry`` with the
+client's headers-and-payload bytes exactly as received (magic, CRC, metadata,
+payload) -> position -> receipt.  Adds are started in arrival order (each one
+a task whose first step calls the managed ledger synchronously), and the
+managed ledger completes pipelined adds in call order.  Every completed add
+wakes every subscription's dispatcher.
+
+Subscriptions are created on first subscribe (durable: a named cursor;
+readers: a non-durable cursor starting one entry *before* the requested id so
+the entry at the id is delivered, as Java does).
+
+State machine (``_set_state`` is the only writer)::
+
+    ACTIVE --close()/delete()--> CLOSING --> CLOSED
+                                        \\-> DELETED
+
+Closing tells every producer (CLOSE_PRODUCER) and consumer (CLOSE_CONSUMER)
+so the clients reconnect (after an unload: to whoever owns it next), waits a
+bounded time for publishes in flight, then closes cursors and the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from typing import TYPE_CHECKING
+
+from magnetar.broker import errors
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.service.names import TopicRef
+from magnetar.broker.service.producer import Producer
+from magnetar.broker.service.subscription import Subscription
+from magnetar.managed_ledger.api import InitialPosition, ManagedLedger, Position
+from magnetar.protocol.payload import is_batch as meta_is_batch
+from magnetar.protocol.payload import num_messages, peek_metadata
+from magnetar.runtime import Clock, TaskSupervisor
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.consumer import Consumer
+
+log = logging.getLogger(__name__)
+
+CLOSE_DRAIN_TIMEOUT_S = 5.0
+INT64_MAX = (1 << 63) - 1
+
+
+class TopicState(enum.Enum):
+    ACTIVE = "active"
+    CLOSING = "closing"
+    CLOSED = "closed"
+    DELETED = "deleted"
+
+
+_TRANSITIONS = {
+    TopicState.ACTIVE: {TopicState.CLOSING},
+    TopicState.CLOSING: {TopicState.CLOSED, TopicState.DELETED},
+    TopicState.CLOSED: set(),
+    TopicState.DELETED: set(),
+}
+
+
+class PersistentTopic:
+    def __init__(
+        self,
+        ref: TopicRef,
+        ml: ManagedLedger,
+        config: BrokerConfig,
+        clock: Clock,
+        supervisor: TaskSupervisor,
+    ) -> None:
+        self.ref = ref
+        self.name = ref.full_name
+        self.partition_index = ref.partition_index
+        self.ml = ml
+        self.config = config
+        self.clock = clock
+        self.supervisor = supervisor
+        self.state = TopicState.ACTIVE
+        self.producers: dict[str, Producer] = {}
+        self.subscriptions: dict[str, Subscription] = {}
+        self.msg_in_counter = 0
+        self.bytes_in_counter = 0
+        self.created_ms = clock.time_ms()
+        self.last_publish_ms = 0
+        self._last_entry: tuple[Position, int, bool] | None = None
+
+    def _set_state(self, new: TopicState) -> None:
+        if new not in _TRANSITIONS[self.state]:
+            raise AssertionError(f"topic {self.name}: {self.state} -> {new} not allowed")
+        self.state = new
+
+    @property
+    def active(self) -> bool:
+        return self.state is TopicState.ACTIVE
+
+    def check_active(self) -> None:
+        if self.state is not TopicState.ACTIVE:
+            raise errors.TopicFencedError(f"Topic {self.name} is closing")
+
+    # ------------------------------------------------------------ producers
+    def add_producer(self, producer: Producer) -> None:
+        self.check_active()
+        existing = self.producers.get(producer.producer_name)
+        if existing is not None:
+            raise errors.ProducerBusyError(
+                f"Producer with name '{producer.producer_name}' is already connected to topic"
+            )
+        limit = self.config.max_producers_per_topic
+        if limit and len(self.producers) >= limit:
+            raise errors.ProducerBusyError(f"Topic '{self.name}' reached max producers limit")
+        self.producers[producer.producer_name] = producer
+
+    def remove_producer(self, producer: Producer) -> None:
+        if self.producers.get(producer.producer_name) is producer:
+            del self.producers[producer.producer_name]
+        producer.mark_closed()
+
+    # ------------------------------------------------------------ publish
+    def add_entry(
+        self, producer: Producer, data: bytes, n_messages: int, is_batch: bool
+    ) -> asyncio.Future[Position]:
+        if self.state is not TopicState.ACTIVE:
+            fut: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
+            fut.set_exception(errors.TopicFencedError(f"Topic {self.name} is closing"))
+            return fut
+        return asyncio.ensure_future(self._add(data, n_messages, is_batch))
+
+    async def _add(self, data: bytes, n_messages: int, is_batch: bool) -> Position:
+        pos = await self.ml.add_entry(data)
+        self.msg_in_counter += n_messages
+        self.bytes_in_counter += len(data)
+        self.last_publish_ms = self.clock.time_ms()
+        self._last_entry = (pos, n_messages, is_batch)
+        for sub in self.subscriptions.values():
+            if sub.dispatcher is not None:
+                sub.dispatcher.notify()
+        return pos
+
+    # ------------------------------------------------------------ subscriptions
+    async def get_or_create_subscription(
+        self, name: str, initial_position: int, durable: bool, start: Position | None
+    ) -> Subscription:
+        self.check_active()
+        sub = self.subscriptions.get(name)
+        if sub is not None:
+            return sub
+        if durable:
+            init = InitialPosition.EARLIEST if initial_position == 1 else InitialPosition.LATEST
+            cursor = await self.ml.open_cursor(name, init)
+        else:
+            cursor = await self.ml.new_non_durable_cursor(self._reader_start(start, initial_position), name)
+        sub = self.subscriptions.get(name)
+        if sub is not None:  # created concurrently while we awaited
+            return sub
+        self.check_active()
+        sub = Subscription(self, name, cursor, durable)
+        self.subscriptions[name] = sub
+        return sub
+
+    def _reader_start(self, start: Position | None, initial_position: int) -> Position:
+        """The non-durable cursor's start: the position *before* the first entry to deliver."""
+        if start is None:
+            return Position.EARLIEST if initial_position == 1 else self.ml.last_confirmed_entry
+        if start.ledger_id < 0 or start.entry_id < 0:
+            return Position.EARLIEST
+        if start.ledger_id >= INT64_MAX:
+            return self.ml.last_confirmed_entry
+        # Step back one entry so the entry *at* the start id is delivered (the client filters).
+        return Position(start.ledger_id, start.entry_id - 1)
+
+    async def remove_consumer(self, consumer: Consumer) -> None:
+        sub = consumer.subscription
+        sub.remove_consumer(consumer)
+        if not sub.durable and not sub.consumers and self.subscriptions.get(sub.name) is sub:
+            del self.subscriptions[sub.name]
+            await sub.close()
+            try:
+                await self.ml.delete_cursor(sub.name)
+            except Exception:
+                pass
+
+    async def unsubscribe(self, sub: Subscription) -> None:
+        if self.subscriptions.get(sub.name) is sub:
+            del self.subscriptions[sub.name]
+        await sub.close()
+        if sub.durable:
+            await self.ml.delete_cursor(sub.name)
+
+    # ------------------------------------------------------------ last message id
+    async def last_message_id(self) -> tuple[Position, int]:
+        """(last position, batch index) -- batch index num_messages-1 for a batch entry, else -1."""
+        pos = self.ml.last_confirmed_entry
+        if pos.entry_id < 0:
+            return pos, -1
+        cached = self._last_entry
+        if cached is not None and cached[0] == pos:
+            _, n, batch = cached
+        else:
+            entry = await self.ml.read_entry(pos)
+            meta = peek_metadata(entry.data)
+            n = num_messages(meta)
+            batch = meta_is_batch(meta)
+            self._last_entry = (pos, n, batch)
+        return pos, (n - 1 if batch else -1)
+
+    # ------------------------------------------------------------ close / delete
+    async def close(self, *, delete: bool = False) -> None:
+        if self.state is not TopicState.ACTIVE:
+            return
+        self._set_state(TopicState.CLOSING)
+        for producer in list(self.producers.values()):
+            producer.mark_closing()
+            producer.cnx.broker_closed_producer(producer)
+        for sub in list(self.subscriptions.values()):
+            for c in sub.consumers:
+                c.cnx.broker_closed_consumer(c)
+        for producer in list(self.producers.values()):
+            await producer.wait_drained(CLOSE_DRAIN_TIMEOUT_S)
+            self.remove_producer(producer)
+        for sub in list(self.subscriptions.values()):
+            await sub.close()
+        self.subscriptions.clear()
+        try:
+            if delete:
+                await self.ml.delete()
+            else:
+                await self.ml.close()
+        finally:
+            self._set_state(TopicState.DELETED if delete else TopicState.CLOSED)
+
+    @property
+    def has_clients(self) -> bool:
+        return bool(self.producers) or any(s.consumers for s in self.subscriptions.values())

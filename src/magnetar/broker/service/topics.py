@@ -1,0 +1,171 @@
+"""The topic registry: get-or-create with the auto-creation policy, unload, delete.
+
+Theory of operation: ``topics`` maps a full topic name to the *future* of its
+loaded :class:`PersistentTopic`, so concurrent first users of a topic share one
+load (one managed-ledger open).  A topic exists when its managed ledger exists
+(or it is loaded).  Creating one on demand follows the broker policy
+(``allowAutoTopicCreation``/``allowAutoTopicCreationType``, overridable per
+namespace through ``autoTopicCreationOverride``):
+
+* a partition ``x-partition-i`` may be created when ``x`` is a partitioned topic
+  with more than ``i`` partitions -- whatever the auto-creation setting;
+* a plain name may be auto-created when allowed and the type is
+  ``non-partitioned``; when the type is ``partitioned`` the PARTITIONED_METADATA
+  request that precedes every producer/consumer has already created the
+  partitioned metadata, so the client never asks for the base name itself;
+* a name that is the base of a partitioned topic is refused.
+
+Unload closes the topic (clients get CLOSE_PRODUCER/CLOSE_CONSUMER and
+reconnect); delete does the same and deletes the ledger and its cursors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from magnetar.broker import errors
+from magnetar.broker.service.names import TopicRef
+from magnetar.broker.service.topic import PersistentTopic
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.broker_service import BrokerService
+
+log = logging.getLogger(__name__)
+
+TOPIC_LOAD_TIMEOUT_S = 30.0
+
+
+class TopicRegistry:
+    def __init__(self, service: BrokerService) -> None:
+        self._svc = service
+        self._topics: dict[str, asyncio.Future[PersistentTopic]] = {}
+
+    def loaded(self) -> list[PersistentTopic]:
+        out = []
+        for fut in self._topics.values():
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                out.append(fut.result())
+        return out
+
+    def get_loaded(self, name: str) -> PersistentTopic | None:
+        fut = self._topics.get(name)
+        if fut is None or not fut.done() or fut.cancelled() or fut.exception() is not None:
+            return None
+        return fut.result()
+
+    # ------------------------------------------------------------ policy
+    async def auto_creation(self, ref: TopicRef) -> tuple[bool, str, int]:
+        """(allowed, type, default partitions) for a namespace: broker config unless overridden."""
+        cfg = self._svc.config
+        allowed, kind, n = (
+            cfg.allow_auto_topic_creation,
+            cfg.allow_auto_topic_creation_type,
+            cfg.default_num_partitions,
+        )
+        policies = await self._svc.resources.namespaces.get(ref.namespace)
+        override = (policies or {}).get("autoTopicCreationOverride")
+        if override:
+            allowed = bool(override.get("allowAutoTopicCreation", allowed))
+            kind = override.get("topicType", kind) or kind
+            n = int(override.get("defaultNumPartitions") or n)
+        return allowed, kind, n
+
+    async def exists(self, ref: TopicRef) -> bool:
+        if self.get_loaded(ref.full_name) is not None:
+            return True
+        return await self._svc.ml_factory.exists(ref.managed_ledger_name)
+
+    async def may_create(self, ref: TopicRef) -> bool:
+        if ref.is_partition:
+            n = await self._svc.resources.partitioned_topics.partitions(
+                ref.tenant, ref.namespace_portion, ref.domain, ref.base.local_name
+            )
+            if n is not None:
+                return ref.partition_index < n
+        if (
+            await self._svc.resources.partitioned_topics.partitions(
+                ref.tenant, ref.namespace_portion, ref.domain, ref.local_name
+            )
+            is not None
+        ):
+            return False
+        allowed, kind, _ = await self.auto_creation(ref)
+        return allowed and kind == "non-partitioned"
+
+    # ------------------------------------------------------------ get or create
+    async def get_topic(self, ref: TopicRef, create: bool, explicit: bool = False) -> PersistentTopic:
+        """The loaded topic, loading (and if allowed/asked, creating) it first.
+
+        ``explicit`` (admin creation) bypasses the auto-creation policy.
+        """
+        if not ref.persistent:
+            raise errors.NotAllowedError("Non-persistent topics are not supported yet")
+        fut = self._topics.get(ref.full_name)
+        if fut is None:
+            await self._svc.require_namespace(ref.namespace)
+            fut = self._topics.get(ref.full_name)  # re-check after the await
+        if fut is None:
+            if not await self._svc.ml_factory.exists(ref.managed_ledger_name):
+                if not create or not (explicit or await self.may_create(ref)):
+                    raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
+            fut = self._topics.get(ref.full_name)
+            if fut is None:
+                fut = asyncio.get_running_loop().create_future()
+                self._topics[ref.full_name] = fut
+                self._svc.supervisor.spawn(self._load(ref, fut), name=f"load:{ref.full_name}")
+        try:
+            topic = await asyncio.wait_for(asyncio.shield(fut), TOPIC_LOAD_TIMEOUT_S)
+        except TimeoutError:
+            raise errors.ServiceNotReadyError(f"Timed out loading topic {ref.full_name}") from None
+        if not topic.active:
+            raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
+        return topic
+
+    async def _load(self, ref: TopicRef, fut: asyncio.Future[PersistentTopic]) -> None:
+        try:
+            ml = await self._svc.ml_factory.open(
+                ref.managed_ledger_name, self._svc.config.managed_ledger_config()
+            )
+            topic = PersistentTopic(ref, ml, self._svc.config, self._svc.clock, self._svc.supervisor)
+        except BaseException as exc:
+            if self._topics.get(ref.full_name) is fut:
+                del self._topics[ref.full_name]
+            if not fut.done():
+                fut.set_exception(errors.translate(exc))
+                fut.exception()  # mark retrieved: waiters re-raise it themselves
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return
+        fut.set_result(topic)
+
+    # ------------------------------------------------------------ unload / delete
+    async def unload(self, ref: TopicRef) -> bool:
+        topic = self.get_loaded(ref.full_name)
+        if topic is None:
+            return False
+        self._topics.pop(ref.full_name, None)
+        await topic.close()
+        return True
+
+    async def delete(self, ref: TopicRef, force: bool) -> None:
+        topic = self.get_loaded(ref.full_name)
+        if topic is not None:
+            if topic.has_clients and not force:
+                raise errors.PreconditionFailedError("Topic has active producers/subscriptions")
+            self._topics.pop(ref.full_name, None)
+            await topic.close(delete=True)
+            return
+        if not await self._svc.ml_factory.exists(ref.managed_ledger_name):
+            raise errors.TopicNotFoundError("Topic not found")
+        await self._svc.ml_factory.delete(ref.managed_ledger_name)
+
+    async def close_all(self) -> None:
+        topics = self.loaded()
+        self._topics.clear()
+        for topic in topics:
+            try:
+                await topic.close()
+            except Exception:
+                log.exception("closing topic %s failed", topic.name)
