@@ -111,16 +111,17 @@ async def _open_ledger_layers(
 
 
 async def _open_ml_factory(stack: StorageStack, bk: Any, config: StandaloneConfig, *, clock: Clock) -> Any:
-    try:
-        from magnetar.managed_ledger.factory import create_managed_ledger_factory
-    except ImportError as exc:
-        raise StorageStartError(f"the managed ledger is not available in this build: {exc}") from exc
+    from magnetar.broker.config import config_from_properties
+    from magnetar.managed_ledger.factory import ManagedLedgerFactoryImpl
+
     props = config.properties
-    return await create_managed_ledger_factory(
+    ml_config = config_from_properties(props).managed_ledger_config()
+    return ManagedLedgerFactoryImpl(
         stack.metadata_store,
         bk,
-        clock=clock,
-        cache_size_bytes=get_int(props, "managedLedgerCacheSizeMB", 64) * 1024 * 1024,
+        clock,
+        ml_config,
+        cache_bytes_max=get_int(props, "managedLedgerCacheSizeMB", 64) * 1024 * 1024,
     )
 
 
