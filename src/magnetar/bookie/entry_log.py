@@ -110,23 +110,24 @@ class EntryLogger:
         locations: list[Location] = []
         touched: dict[int, dict[int, int]] = {}
         chunk: list[bytes] = []
+        pending = 0  # bytes in ``chunk``, not yet written
         for ledger_id, entry_id, data in entries:
-            if self._active is None or self._active.size >= self._size_limit_bytes:
+            if self._active is None or self._active.size + pending >= self._size_limit_bytes:
                 if chunk:
                     self._write(chunk)
-                    chunk = []
+                    chunk, pending = [], 0
                 if self._active is not None:
                     touched[self.active_log_id] = dict(self.active_usage)
                 self._rotate()
             assert self._active is not None
             rec = encode_record(ledger_id, entry_id, data)
-            offset = self._active.size + sum(len(c) for c in chunk)
+            locations.append(Location(self.active_log_id, self._active.size + pending, len(rec)))
             chunk.append(rec)
-            locations.append(Location(self.active_log_id, offset, len(rec)))
+            pending += len(rec)
             self.active_usage[ledger_id] = self.active_usage.get(ledger_id, 0) + len(rec)
-            if offset + len(rec) - self._active.size >= 4 * 1024 * 1024:
+            if pending >= 4 * 1024 * 1024:
                 self._write(chunk)
-                chunk = []
+                chunk, pending = [], 0
         if chunk:
             self._write(chunk)
         if self._active is not None:
