@@ -150,6 +150,7 @@ class _WriteHandle(_ReadHandle):
         self._pending = 0
         self._drained = asyncio.Event()
         self._drained.set()
+        self._prev_done: asyncio.Future[None] | None = None
 
     @property
     def last_add_pushed(self) -> int:
@@ -167,12 +168,16 @@ class _WriteHandle(_ReadHandle):
         entry_id = self._pushed
         self._pending += 1
         self._drained.clear()
+        prev, done = self._prev_done, asyncio.get_running_loop().create_future()
+        self._prev_done = done
         try:
             hold = faults.hold
             if hold is not None:
                 await asyncio.wait_for(hold.wait(), _HOLD_TIMEOUT_S)
             if faults.add_delay_s > 0:
                 await bk.clock.sleep(faults.add_delay_s)
+            if prev is not None and not prev.done():
+                await asyncio.wait_for(asyncio.shield(prev), _HOLD_TIMEOUT_S)  # complete in order
             if self._error is None:
                 if ledger.fenced:
                     self._error = LedgerFencedError(f"ledger {self._lid} fenced")
@@ -191,6 +196,7 @@ class _WriteHandle(_ReadHandle):
             bk.counters["adds"] += 1
             return entry_id
         finally:
+            done.set_result(None)
             self._pending -= 1
             if self._pending == 0:
                 self._drained.set()

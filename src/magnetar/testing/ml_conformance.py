@@ -34,6 +34,17 @@ from magnetar.testing.memory_bookkeeper import MemoryBookKeeper
 SMALL = ManagedLedgerConfig(max_entries_per_ledger=10, min_ledger_rollover_time_ms=0)
 
 
+def small_config(**overrides: object) -> ManagedLedgerConfig:
+    """Test settings: 10 entries a ledger, no minimum rollover time, 5 s add timeout."""
+    base: dict[str, object] = {
+        "max_entries_per_ledger": 10,
+        "min_ledger_rollover_time_ms": 0,
+        "add_entry_timeout_ms": 5_000,
+    }
+    base.update(overrides)
+    return ManagedLedgerConfig(**base)  # type: ignore[arg-type]
+
+
 class MLHarness(Protocol):
     clock: Clock
 

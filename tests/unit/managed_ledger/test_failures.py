@@ -1,0 +1,155 @@
+"""Scripted ledger failures: typed errors, recovery by rolling, no duplicate or reordered entries."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from magnetar.bookkeeper.api import LedgerFencedError
+from magnetar.managed_ledger.api import (
+    InitialPosition,
+    ManagedLedgerClosedError,
+    ManagedLedgerFencedError,
+    ManagedLedgerStorageError,
+)
+from magnetar.managed_ledger.state import MLState
+from magnetar.testing.ml_conformance import small_config
+
+
+async def _read_all(ml) -> list[bytes]:
+    c = await ml.new_non_durable_cursor(type(ml.last_confirmed_entry).EARLIEST)
+    out = []
+    while batch := await c.read_entries(50):
+        out.extend(e.data for e in batch)
+    return out
+
+
+async def test_failed_add_is_typed_and_ledger_rolls(harness) -> None:
+    f = await harness.new_factory(small_config(max_entries_per_ledger=100))
+    ml = await f.open("t/ns/d/fail-add")
+    p0 = await ml.add_entry(b"a")
+    harness.bk.faults.fail_add(1)
+    with pytest.raises(ManagedLedgerStorageError) as ei:
+        await ml.add_entry(b"b")
+    assert ei.value.retriable
+    p2 = await ml.add_entry(b"c")
+    assert p2.ledger_id > p0.ledger_id, "rolled to a new ledger"
+    assert p2.entry_id == 0
+    assert await _read_all(ml) == [b"a", b"c"]
+    # The failed ledger was closed at its LAC: the failed entry is not part of it.
+    assert harness.bk.entries_of(p0.ledger_id) == [b"a"]
+
+
+async def test_pipelined_adds_fail_after_the_failed_one_and_order_holds(harness) -> None:
+    f = await harness.new_factory(small_config(max_entries_per_ledger=1000))
+    ml = await f.open("t/ns/d/pipeline-fail")
+    await ml.add_entry(b"first")
+    harness.bk.faults.fail_add(5)
+    harness.bk.faults.hold_adds()  # all ten are in flight on the ledger when the fifth fails
+    pending = [asyncio.ensure_future(ml.add_entry(b"%d" % i)) for i in range(10)]
+    await asyncio.sleep(0)
+    harness.bk.faults.release_adds()
+    results = await asyncio.gather(*pending, return_exceptions=True)
+    ok = [r for r in results if not isinstance(r, Exception)]
+    failed = [r for r in results if isinstance(r, Exception)]
+    assert len(ok) == 4 and all(isinstance(e, ManagedLedgerStorageError) for e in failed)
+    assert results[:4] == ok, "the first four (before the failure) succeeded, in order"
+    # Retry the failed ones: they land in a new ledger after everything else.
+    retried = [await ml.add_entry(b"%d" % i) for i in range(4, 10)]
+    assert retried[0].ledger_id > ok[-1].ledger_id
+    data = await _read_all(ml)
+    assert data == [b"first"] + [b"%d" % i for i in range(10)], "no duplicates, no reordering"
+
+
+async def test_fenced_by_another_owner_is_fenced_error(harness) -> None:
+    f = await harness.new_factory()
+    ml = await f.open("t/ns/d/fence")
+    p = await ml.add_entry(b"x")
+    harness.bk.fence_now(p.ledger_id)
+    with pytest.raises(ManagedLedgerFencedError):
+        await ml.add_entry(b"y")
+    assert ml.state is MLState.FENCED
+    with pytest.raises(ManagedLedgerFencedError):
+        await ml.add_entry(b"z")
+    # A new open (new owner) recovers and continues.
+    f2 = await harness.new_factory()
+    ml2 = await f2.open("t/ns/d/fence")
+    assert await _read_all(ml2) == [b"x"]
+
+
+async def test_metadata_cas_failure_fences(harness) -> None:
+    f1 = await harness.new_factory()
+    ml1 = await f1.open("t/ns/d/cas")
+    await ml1.add_entry(b"1")
+    f2 = await harness.new_factory()
+    ml2 = await f2.open("t/ns/d/cas")  # takes over: recovers ml1's ledger (fencing it)
+    await ml2.add_entry(b"2")
+    with pytest.raises(ManagedLedgerFencedError):
+        await ml1.add_entry(b"stale")
+    assert await _read_all(ml2) == [b"1", b"2"]
+
+
+async def test_second_open_with_stale_version_is_fenced(harness) -> None:
+    """Two owners race: both read version V; the second CAS fails."""
+    f1 = await harness.new_factory()
+    ml1 = await f1.open("t/ns/d/race")
+    await ml1.add_entry(b"1")
+    f2 = await harness.new_factory()
+    await f2.open("t/ns/d/race")
+    # ml1 rolls over now: its metadata write must fail with a fenced error.
+    ml1.config = small_config(max_entries_per_ledger=1)
+    with pytest.raises(ManagedLedgerFencedError):
+        await ml1.add_entry(b"stale")
+        for _ in range(3):
+            await ml1.add_entry(b"stale")
+
+
+async def test_create_failure_then_next_add_retries(harness) -> None:
+    f = await harness.new_factory(small_config(max_entries_per_ledger=2))
+    ml = await f.open("t/ns/d/create-fail")
+    harness.bk.faults.fail_create(1)
+    await ml.add_entry(b"a")
+    await ml.add_entry(b"b")  # full -> rollover; create fails
+    await asyncio.sleep(0.01)
+    assert ml.state is MLState.WRITE_FAILED
+    p = await ml.add_entry(b"c")  # triggers a new create, which succeeds
+    assert ml.state is MLState.LEDGER_OPENED
+    assert p.entry_id == 0
+    assert await _read_all(ml) == [b"a", b"b", b"c"]
+
+
+async def test_adds_during_rollover_keep_call_order(harness) -> None:
+    f = await harness.new_factory(small_config(max_entries_per_ledger=3))
+    ml = await f.open("t/ns/d/rollorder")
+    harness.bk.faults.hold_adds()
+    tasks = [asyncio.ensure_future(ml.add_entry(b"%03d" % i)) for i in range(20)]
+    await asyncio.sleep(0.01)
+    harness.bk.faults.release_adds()
+    more = [asyncio.ensure_future(ml.add_entry(b"%03d" % i)) for i in range(20, 40)]
+    positions = await asyncio.gather(*tasks, *more)
+    assert positions == sorted(positions) and len(set(positions)) == 40
+    assert await _read_all(ml) == [b"%03d" % i for i in range(40)]
+
+
+async def test_delayed_reads_and_closed_errors(harness) -> None:
+    f = await harness.new_factory()
+    ml = await f.open("t/ns/d/delay")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    for i in range(5):
+        await ml.add_entry(b"%d" % i)
+    f.cache.clear()
+    harness.bk.faults.delay_reads(0.01)
+    got = await c.read_entries(5)
+    assert [e.data for e in got] == [b"%d" % i for i in range(5)]
+    await ml.close()
+    with pytest.raises(ManagedLedgerClosedError):
+        await ml.add_entry(b"x")
+
+
+async def test_fenced_error_from_bk_maps(harness) -> None:
+    f = await harness.new_factory()
+    ml = await f.open("t/ns/d/fence2")
+    harness.bk.faults.fail_add(1, LedgerFencedError("scripted"))
+    with pytest.raises(ManagedLedgerFencedError):
+        await ml.add_entry(b"x")
