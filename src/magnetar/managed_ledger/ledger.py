@@ -91,6 +91,8 @@ class ManagedLedgerImpl:
         self._queue: list[_AddOp] = []
         self._unstarted = 0
         self._inflight = 0
+        self._issued_entries = 0
+        self._issued_bytes = 0
         self._drained = asyncio.Event()
         self._drained.set()
         self._op_lock = asyncio.Lock()
@@ -231,6 +233,7 @@ class ManagedLedgerImpl:
         self._handle = handle
         self.ledger_list.current_id = handle.ledger_id
         self.ledger_list.current_entries = 0
+        self._issued_entries = self._issued_bytes = 0
         self.ledger_list.current_size = 0
         self.ledger_list.last_confirmed = Position(handle.ledger_id, -1)
         self.last_ledger_created_ms = now
@@ -261,7 +264,10 @@ class ManagedLedgerImpl:
             and not self._queue
             and not self._unstarted
             and handle is not None
+            and not self._full_before_issue()
         ):
+            self._issued_entries += 1
+            self._issued_bytes += len(data)
             self._inflight += 1
             self._drained.clear()
             try:
@@ -280,6 +286,8 @@ class ManagedLedgerImpl:
         if len(self._queue) + self._unstarted >= MAX_QUEUED_ADDS:
             raise ManagedLedgerStorageError(f"{self._name}: too many pending adds ({MAX_QUEUED_ADDS})")
         op = _AddOp(next(self._seq), data, asyncio.get_running_loop().create_future(), num_messages)
+        if self.state is MLState.LEDGER_OPENED and self._full_before_issue() and not self._rolling:
+            self._start_roll()
         if self.state is MLState.LEDGER_OPENED and self._handle is not None and not self._queue:
             self._issue(op, self._handle)
         else:
@@ -312,10 +320,14 @@ class ManagedLedgerImpl:
         self._unstarted -= 1
         if op.future.done():  # timed out while queued
             return
+        if self.state is MLState.LEDGER_OPENED and self._full_before_issue() and not self._rolling:
+            self._start_roll()
         if self._handle is not handle or self.state is not MLState.LEDGER_OPENED:
             self._requeue(op)
             return
         op.issued = True
+        self._issued_entries += 1
+        self._issued_bytes += len(op.data)
         self._inflight += 1
         self._drained.clear()
         try:
@@ -367,6 +379,19 @@ class ManagedLedgerImpl:
         if self._handle is handle and self.state is MLState.LEDGER_OPENED and not self._rolling:
             self._start_roll()
         return ManagedLedgerStorageError(f"{self._name}: add to ledger {handle.ledger_id} failed: {e!r}")
+
+    def _full_before_issue(self) -> bool:
+        """The current ledger has been given its share of entries/bytes (counting adds still
+        in flight), and the minimum rollover time has passed: the next add goes to a new ledger."""
+        c = self.config
+        if (
+            self._issued_entries < c.max_entries_per_ledger
+            and self._issued_bytes < c.max_size_per_ledger_bytes
+        ):
+            return False
+        return (
+            self.ctx.clock.monotonic() - self._ledger_created_mono
+        ) * 1000 >= c.min_ledger_rollover_time_ms
 
     def _ledger_full(self) -> bool:
         c, lst = self.config, self.ledger_list

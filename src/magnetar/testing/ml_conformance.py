@@ -74,6 +74,66 @@ class MemoryHarness:
             await f.aclose()
 
 
+class LocalBookieHarness:
+    """The real storage stack in-process: a :class:`LedgerStorage` bookie under ``data_dir``
+    reached through the in-process bookie client, and a real :class:`BookKeeperClient` per
+    factory (so a new factory is a new client, as after a broker restart), over a memory
+    metadata server.  ``sync_journal=False`` skips fsync (the data still reaches the files)."""
+
+    def __init__(self, data_dir: str, clock: Clock | None = None, *, sync_journal: bool = False) -> None:
+        self.clock = clock or RealClock()
+        self.data_dir = data_dir
+        self.sync_journal = sync_journal
+        self.server = MemoryMetadataServer(clock=self.clock)
+        self._factories: list[ManagedLedgerFactoryImpl] = []
+        self._clients: list[object] = []
+        self._seed = 0
+        self.storage = None
+        self.pool = None
+
+    async def start(self) -> LocalBookieHarness:
+        from magnetar.bookie.api import AVAILABLE_PATH
+        from magnetar.bookie.config import BookieConfig
+        from magnetar.bookie.local_client import LocalBookieClient, LocalBookieClientPool
+        from magnetar.bookie.storage import LedgerStorage
+
+        cfg = BookieConfig.for_data_dir(
+            self.data_dir, journal_sync_data=self.sync_journal, bookie_id="127.0.0.1:3181"
+        )
+        self.storage = LedgerStorage(cfg, clock=self.clock)
+        await self.storage.open()
+        self.pool = LocalBookieClientPool(LocalBookieClient(self.storage))
+        self._registrar = self.server.session()
+        await self._registrar.put(f"{AVAILABLE_PATH}/{self.storage.bookie_id}", b"", ephemeral=True)
+        return self
+
+    def new_bookkeeper(self):  # noqa: ANN201 - a BookKeeperClient
+        from magnetar.bookkeeper.client import BookKeeperClient
+        from magnetar.runtime import Rng
+
+        self._seed += 1
+        bk = BookKeeperClient(self.server.session(), self.pool, self.clock, Rng(self._seed))
+        self._clients.append(bk)
+        return bk
+
+    async def new_factory(self, config: ManagedLedgerConfig | None = None) -> ManagedLedgerFactoryImpl:
+        f = ManagedLedgerFactoryImpl(
+            self.server.session(), self.new_bookkeeper(), self.clock, config or SMALL, check_interval_s=0
+        )
+        self._factories.append(f)
+        return f
+
+    async def aclose(self) -> None:
+        for f in self._factories:
+            await f.aclose()
+        for bk in self._clients:
+            await bk.aclose()  # type: ignore[attr-defined]
+        if self.pool is not None:
+            await self.pool.aclose()
+        if self.storage is not None:
+            await self.storage.aclose()
+
+
 def _payload(i: int) -> bytes:
     return b"entry-%06d" % i
 

@@ -123,9 +123,9 @@ async def test_rollover_by_time_and_size(manual_harness, clock) -> None:
     p1 = await ml.add_entry(b"b")
     assert p1.ledger_id == p0.ledger_id
     await clock.advance(6)
-    p2 = await ml.add_entry(b"c")  # now full and old enough: rolls after this add
+    p2 = await ml.add_entry(b"c")  # now full and old enough: this add goes to a new ledger
     p3 = await ml.add_entry(b"d")
-    assert p2.ledger_id == p0.ledger_id and p3.ledger_id > p2.ledger_id
+    assert p2.ledger_id > p0.ledger_id and p3.ledger_id == p2.ledger_id
     await clock.advance(61)
     ml.check_rollover_by_time()  # the factory's periodic check
     await clock.settle()
