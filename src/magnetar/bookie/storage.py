@@ -43,8 +43,9 @@ import asyncio
 import enum
 import errno
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from magnetar.bookie.api import (
     LAST_ENTRY,
@@ -319,18 +320,29 @@ class LedgerStorage:
         if self._active.size_bytes >= self.config.write_cache_max_size_bytes // 2:
             self._trigger_checkpoint()
 
-    async def _await_journal(self, *waits: object) -> None:
-        results = await asyncio.gather(*waits, return_exceptions=True)  # type: ignore[arg-type]
+    async def _await_journal(self, *waits: Awaitable[object]) -> None:
+        if len(waits) == 1:  # the common case: no extra task per add
+            try:
+                await waits[0]
+            except Exception as exc:
+                self._journal_failed(exc)
+            return
+        results = await asyncio.gather(*waits, return_exceptions=True)
         for r in results:
-            if isinstance(r, BaseException):
-                if isinstance(r, DiskFullError):
-                    self.set_read_only(True, f"journal disk full: {r}")
-                elif self.journal.broken is not None:
-                    self.set_read_only(True, f"journal broken: {self.journal.broken}")
-                if isinstance(r, BookieError):
-                    r.bookie_id = r.bookie_id or self.bookie_id
-                    raise r
-                raise BookieError(f"journal failure: {r!r}", self.bookie_id)
+            if isinstance(r, Exception):
+                self._journal_failed(r)
+            elif isinstance(r, BaseException):
+                raise r
+
+    def _journal_failed(self, exc: Exception) -> NoReturn:
+        if isinstance(exc, DiskFullError):
+            self.set_read_only(True, f"journal disk full: {exc}")
+        elif self.journal.broken is not None:
+            self.set_read_only(True, f"journal broken: {self.journal.broken}")
+        if isinstance(exc, BookieError):
+            exc.bookie_id = exc.bookie_id or self.bookie_id
+            raise exc
+        raise BookieError(f"journal failure: {exc!r}", self.bookie_id) from exc
 
     async def _wait_cache_room(self) -> None:
         if self._active.size_bytes < self.config.write_cache_max_size_bytes:

@@ -1,0 +1,158 @@
+"""Bookie add throughput and latency, next to the raw fsync rate of the same disk.
+
+Prints, for 100-byte and 1 KB entries, with journal fsync on and off
+(journalSyncData), through the in-process client and through TCP
+(server + wire client on localhost):
+
+    adds/s, MB/s, p50 / p99 add latency (ms), journal fsyncs and adds per fsync
+
+and first the raw fdatasync rate of the directory's disk (write 100 bytes +
+fdatasync, back to back, one thread), measured in the same run, so the
+journal figures can be read against the physical limit: with fsync on, one
+outstanding add can't beat the raw rate; group commit is what lets many
+outstanding adds go past it.
+
+    .venv/bin/python benchmarks/bookie_bench.py [--dir D] [--seconds S] [--concurrency C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import tempfile
+import time
+
+from magnetar.bookie.config import BookieConfig
+from magnetar.bookie.entry_format import encode_entry
+from magnetar.bookie.local_client import LocalBookieClient
+from magnetar.bookie.server import BookieServer
+from magnetar.bookie.storage import LedgerStorage
+from magnetar.bookie.wire_client import WireBookieClient
+
+
+def raw_fsync_rate(directory: str, seconds: float) -> tuple[float, float]:
+    """(fdatasyncs per second, p50 latency ms) writing 100 bytes before each."""
+    path = os.path.join(directory, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    lat = []
+    try:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            t0 = time.perf_counter()
+            os.write(fd, b"x" * 100)
+            os.fdatasync(fd)
+            lat.append(time.perf_counter() - t0)
+    finally:
+        os.close(fd)
+        os.remove(path)
+    return len(lat) / sum(lat), statistics.median(lat) * 1000
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * p))] * 1000
+
+
+async def run_case(
+    directory: str,
+    entry_bytes: int,
+    sync: bool,
+    wire: bool,
+    seconds: float,
+    concurrency: int,
+    group_wait_ms: float = 2.0,
+) -> dict[str, float]:
+    shutil.rmtree(directory, ignore_errors=True)
+    cfg = BookieConfig.for_data_dir(
+        directory, journal_sync_data=sync, journal_max_group_wait_ms=group_wait_ms
+    )
+    storage = LedgerStorage(cfg, bookie_id="bench")
+    await storage.open()
+    local = LocalBookieClient(storage)
+    server = client = None
+    if wire:
+        server = BookieServer(local, "127.0.0.1", 0)
+        port = await server.start()
+        client = WireBookieClient("bench", "127.0.0.1", port)
+    target = client or local
+    payload = os.urandom(max(0, entry_bytes - 36))
+    latencies: list[float] = []
+    next_id = [0]
+    deadline = time.perf_counter() + seconds
+
+    async def worker(ledger_id: int) -> None:
+        while time.perf_counter() < deadline:
+            eid = next_id[0]
+            next_id[0] += 1
+            data = encode_entry(ledger_id, eid, eid - 1, 0, payload)
+            t0 = time.perf_counter()
+            await target.add_entry(ledger_id, eid, b"k", data)
+            latencies.append(time.perf_counter() - t0)
+
+    j0 = dict(storage.journal.statistics())
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(1) for _ in range(concurrency)))
+    elapsed = time.perf_counter() - t0
+    j1 = storage.journal.statistics()
+    if client is not None:
+        await client.aclose()
+    if server is not None:
+        await server.aclose()
+    await storage.aclose()
+    shutil.rmtree(directory, ignore_errors=True)
+    n = len(latencies)
+    groups = max(1, j1["groups"] - j0["groups"])
+    return {
+        "adds_s": n / elapsed,
+        "mb_s": n * entry_bytes / elapsed / 1e6,
+        "p50_ms": pct(latencies, 0.50),
+        "p99_ms": pct(latencies, 0.99),
+        "fsyncs_s": (j1["fsyncs"] - j0["fsyncs"]) / elapsed,
+        "adds_per_group": n / groups,
+    }
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default=None, help="directory on the disk to measure (default: a temp dir)")
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--group-wait-ms", type=float, default=2.0, help="journalMaxGroupWaitMSec (BK default 2)")
+    args = ap.parse_args()
+    base = args.dir or tempfile.mkdtemp(prefix="bookie-bench-")
+    os.makedirs(base, exist_ok=True)
+    rate, p50 = raw_fsync_rate(base, args.seconds)
+    print(f"disk: {base}")
+    print(f"raw fdatasync (100-byte write + fdatasync, 1 thread): {rate:,.0f}/s, p50 {p50:.3f} ms")
+    print(
+        f"each case: {args.seconds:.1f} s, {args.concurrency} adds outstanding (and 1 outstanding for fsync on), "
+        f"journalMaxGroupWaitMSec={args.group_wait_ms:g}"
+    )
+    header = (
+        f"{'path':6} {'entry':>6} {'fsync':>5} {'outst':>5} {'adds/s':>9} {'MB/s':>7} "
+        f"{'p50 ms':>8} {'p99 ms':>8} {'fsyncs/s':>9} {'adds/group':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    for wire in (False, True):
+        for size in (100, 1024):
+            for sync in (True, False):
+                for conc in (1, args.concurrency) if sync else (args.concurrency,):
+                    r = await run_case(
+                        os.path.join(base, "data"), size, sync, wire, args.seconds, conc, args.group_wait_ms
+                    )
+                    print(
+                        f"{'tcp' if wire else 'local':6} {size:>6} {'on' if sync else 'off':>5} {conc:>5} "
+                        f"{r['adds_s']:>9,.0f} {r['mb_s']:>7.2f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} "
+                        f"{r['fsyncs_s']:>9,.0f} {r['adds_per_group']:>10.1f}",
+                        flush=True,
+                    )
+    if args.dir is None:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
