@@ -124,6 +124,7 @@ class ZKMetadataStore:
         self._suspend_timer: TimerHandle | None = None
         self._restarting = False
         self._seen_connected = False
+        self._last_sid: int | None = None  # kazoo hides client_id while not connected
 
     @classmethod
     async def connect(
@@ -168,8 +169,11 @@ class ZKMetadataStore:
 
     @property
     def session_id(self) -> str:
+        """Hex session id; while disconnected, the last one we had."""
         cid = self._client.client_id
-        return session_hex(cid[0]) if cid else ""
+        if cid:
+            return session_hex(cid[0])
+        return session_hex(self._last_sid) if self._last_sid is not None else ""
 
     @property
     def kazoo_client_id(self) -> tuple[int, bytes] | None:
@@ -391,7 +395,7 @@ class ZKMetadataStore:
             return
         previous, self._kazoo_state = self._kazoo_state, state
         cid = self._client.client_id
-        sid = cid[0] if cid else None
+        sid = cid[0] if cid else self._last_sid
         if state == KazooState.SUSPENDED:
             self._emit(SessionEvent.SUSPENDED)
             self._arm_suspend_timer(sid)
@@ -402,6 +406,7 @@ class ZKMetadataStore:
                 self._emit(SessionEvent.SESSION_LOST)
         elif state == KazooState.CONNECTED:
             self._cancel_suspend_timer()
+            self._last_sid = sid
             if sid is not None and sid == self._lost_reported_sid:
                 self._restart_session()  # we already told everyone this session is gone
                 return

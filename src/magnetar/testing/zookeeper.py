@@ -103,7 +103,6 @@ class ZooKeeperServer:
                     "4lw.commands.whitelist=ruok,srvr,stat,cons",
                     f"minSessionTimeout={2 * TICK_MS}",
                     "maxSessionTimeout=60000",
-                    "forceSync=no",
                 ]
             )
             + "\n"
