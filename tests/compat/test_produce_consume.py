@@ -102,28 +102,3 @@ def test_unknown_namespace_is_an_error_not_a_timeout(client):
     with pytest.raises(pulsar.PulsarException) as info:
         client.create_producer("persistent://public/no-such-namespace/t", send_timeout_millis=2000)
     assert not isinstance(info.value, pulsar.Timeout), "the broker must answer with an error, not stay silent"
-
-
-def test_asyncio_api_roundtrip(standalone, topic):
-    import asyncio
-
-    pa = pytest.importorskip("pulsar.asyncio")
-
-    async def main() -> list[bytes]:
-        c = pa.Client(standalone.broker_url, operation_timeout_seconds=10)
-        try:
-            consumer = await c.subscribe(topic, "async-sub")
-            producer = await c.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=5)
-            await asyncio.gather(*(producer.send(f"m{i}".encode()) for i in range(20)))
-            out = []
-            for _ in range(20):
-                msg = await asyncio.wait_for(consumer.receive(), 10)
-                out.append(msg.data())
-                await consumer.acknowledge(msg)
-            await producer.close()
-            await consumer.close()
-            return out
-        finally:
-            await c.close()
-
-    assert asyncio.run(main()) == [f"m{i}".encode() for i in range(20)]
