@@ -79,3 +79,139 @@ async def running_broker(**overrides: object) -> AsyncIterator[BrokerHarness]:
 async def broker() -> AsyncIterator[BrokerHarness]:
     async with running_broker() as h:
         yield h
+
+
+# ---------------------------------------------------------------------- a raw protocol client
+from magnetar.protocol import commands  # noqa: E402
+from magnetar.protocol.enums import CommandType  # noqa: E402
+from magnetar.protocol.frames import Frame, FrameDecoder  # noqa: E402
+from magnetar.protocol.payload import build_headers_and_payload, new_message_metadata  # noqa: E402
+
+
+class RawClient:
+    """Frames in, frames out over a real TCP socket; every frame the broker sends is queued."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.decoder = FrameDecoder(64 * 1024 * 1024)
+        self.frames: asyncio.Queue[Frame] = asyncio.Queue()
+        self.eof = asyncio.Event()
+        self.answer_pings = True
+        self._task = asyncio.get_running_loop().create_task(self._pump())
+        self._rid = 100
+        self.stash: list[Frame] = []
+
+    @classmethod
+    async def connect(cls, port: int, handshake: bool = True) -> RawClient:
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        c = cls(r, w)
+        if handshake:
+            c.send(commands.connect())
+            f = await c.expect(CommandType.CONNECTED)
+            c.connected = f.command
+        return c
+
+    def rid(self) -> int:
+        self._rid += 1
+        return self._rid
+
+    async def _pump(self) -> None:
+        while True:
+            data = await self.reader.read(65536)
+            if not data:
+                self.eof.set()
+                return
+            self.decoder.feed(data)
+            while (f := self.decoder.next_frame()) is not None:
+                if f.type == CommandType.PING and self.answer_pings:
+                    self.send(commands.pong())
+                    continue
+                self.frames.put_nowait(f)
+
+    def send(self, data: bytes) -> None:
+        self.writer.write(data)
+
+    async def next(self, timeout_s: float = 5.0) -> Frame:
+        if self.stash:
+            return self.stash.pop(0)
+        return await asyncio.wait_for(self.frames.get(), timeout_s)
+
+    async def response(self, type_: int, request_id: int, timeout_s: float = 5.0) -> Frame:
+        """Wait for the answer to one request; other frames are kept for ``next``."""
+        kept: list[Frame] = []
+        try:
+            while True:
+                f = await asyncio.wait_for(self.frames.get(), timeout_s)
+                if getattr(f.command, "request_id", None) == request_id and f.type in (
+                    type_,
+                    CommandType.ERROR,
+                ):
+                    assert f.type == type_, f"request {request_id} failed: {f.command}"
+                    return f
+                kept.append(f)
+        finally:
+            self.stash.extend(kept)
+
+    async def expect(self, type_: int, timeout_s: float = 5.0) -> Frame:
+        f = await self.next(timeout_s)
+        assert f.type == type_, f"expected {CommandType(type_).name}, got {f.type.name}: {f.command}"
+        return f
+
+    async def nothing(self, within: float = 0.3) -> None:
+        assert not self.stash, self.stash
+        try:
+            f = await asyncio.wait_for(self.frames.get(), within)
+        except TimeoutError:
+            return
+        raise AssertionError(f"unexpected {f.type.name}: {f.command}")
+
+    # -------------------------------------------------- conveniences
+    async def create_producer(self, topic: str, producer_id: int = 1, **kw: object) -> str:
+        rid = self.rid()
+        self.send(commands.producer(topic, producer_id, rid, **kw))
+        f = await self.response(CommandType.PRODUCER_SUCCESS, rid)
+        return f.command.producer_name
+
+    def send_message(
+        self,
+        producer_id: int,
+        seq: int,
+        payload: bytes,
+        *,
+        producer_name: str = "p",
+        batch: int | None = None,
+    ) -> None:
+        meta = new_message_metadata(
+            producer_name=producer_name, sequence_id=seq, publish_time=1_700_000_000_000 + seq
+        )
+        if batch is not None:
+            meta.num_messages_in_batch = batch
+        self.send(
+            commands.send(producer_id, seq, build_headers_and_payload(meta, payload), num_messages=batch)
+        )
+
+    async def subscribe(self, topic: str, sub: str, sub_type: int, consumer_id: int, **kw: object) -> None:
+        rid = self.rid()
+        self.send(commands.subscribe(topic, sub, sub_type, consumer_id, rid, **kw))
+        await self.response(CommandType.SUCCESS, rid)
+
+    async def aclose(self) -> None:
+        self.writer.close()
+        self._task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._task
+
+
+@pytest.fixture
+async def raw(broker):
+    clients: list[RawClient] = []
+
+    async def make(handshake: bool = True) -> RawClient:
+        c = await RawClient.connect(broker.port, handshake)
+        clients.append(c)
+        return c
+
+    yield make
+    for c in clients:
+        await c.aclose()

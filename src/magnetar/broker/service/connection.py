@@ -180,17 +180,25 @@ class Connection:
         finally:
             await self.close()
 
+    async def _wait_for_room(self) -> None:
+        """Back-pressure: hold off while too many publishes are in flight."""
+        while not self._resume_reading.is_set() and not self.closed:
+            try:
+                await asyncio.wait_for(self._resume_reading.wait(), BACKPRESSURE_CHECK_S)
+            except TimeoutError:
+                pass
+
     async def _read_loop(self) -> None:
         while not self.closed:
-            while not self._resume_reading.is_set():
-                try:
-                    await asyncio.wait_for(self._resume_reading.wait(), BACKPRESSURE_CHECK_S)
-                except TimeoutError:
-                    if self.closed:
-                        return
+            await self._wait_for_room()
             data = await self.reader.read(READ_CHUNK_BYTES)
             self.proto.receive_data(data)
-            while (event := self.proto.next_event()) is not None:
+            while True:
+                # Frames already received stay in the codec's buffer until there is room.
+                await self._wait_for_room()
+                event = self.proto.next_event()
+                if event is None:
+                    break
                 if isinstance(event, CommandReceived):
                     await self._dispatch(event)
                 elif isinstance(event, PingReceived):
