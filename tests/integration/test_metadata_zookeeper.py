@@ -127,3 +127,22 @@ async def test_server_down_past_session_timeout(zookeeper_server, zk_stores) -> 
     await lock_b.acquire(timeout_ms=30_000)
     assert (await a.get("/locks/l")).stat.ephemeral_owner == b.session_id
     await lock_b.release()
+
+
+async def test_cache_is_invalidated_by_zookeeper_watches(zk_stores) -> None:
+    from magnetar.metadata.cache import JsonSerde, MetadataCache
+
+    a, b = await zk_stores("/cache"), await zk_stores("/cache")
+    cache = MetadataCache(b, JsonSerde())
+    path = "/admin/partitioned-topics/public/default/persistent/t"
+    assert await cache.get(path) is None  # negative entry, watch armed
+    await a.put(path, b'{"partitions":2}')
+    await wait_until(lambda: cache.statistics()["entries"] == 0, "CREATED to invalidate")
+    assert await cache.get(path) == {"partitions": 2}
+    await a.put(path, b'{"partitions":5}')
+    await wait_until(lambda: cache.statistics()["entries"] == 0, "MODIFIED to invalidate")
+    assert await cache.get(path) == {"partitions": 5}
+    hits = cache.statistics()["hits"]
+    assert await cache.get(path) == {"partitions": 5}
+    assert cache.statistics()["hits"] == hits + 1
+    await cache.aclose()
