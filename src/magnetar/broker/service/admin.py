@@ -23,6 +23,7 @@ from magnetar.broker.service.names import (
     from_managed_ledger_name,
     parse_namespace,
     parse_topic,
+    topic_ref,
 )
 from magnetar.broker.service.stats import merge_topic_stats, topic_stats_dict
 
@@ -119,7 +120,7 @@ class TopicAdmin:
             if t.ref.namespace == namespace:
                 names.add(t.name)
         for local in await self.resources.partitioned_topics.list(tenant, ns, "persistent"):
-            base = TopicRef("persistent", tenant, ns, local)
+            base = topic_ref("persistent", tenant, ns, local)
             n = await self._partitions_of(base) or 0
             names.update(base.partition(i).full_name for i in range(n))
         return sorted(n for n in names if not parse_topic(n).is_system)
@@ -128,7 +129,7 @@ class TopicAdmin:
         tenant, ns = parse_namespace(namespace)
         await self.require_namespace(namespace)
         locals_ = await self.resources.partitioned_topics.list(tenant, ns, "persistent")
-        return sorted(TopicRef("persistent", tenant, ns, n).full_name for n in locals_)
+        return sorted(topic_ref("persistent", tenant, ns, n).full_name for n in locals_)
 
     # ------------------------------------------------------------ delete / unload
     async def delete_topic(self, topic: str, force: bool = False) -> None:

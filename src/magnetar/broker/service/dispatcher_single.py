@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.dispatcher_base import Dispatcher
-from magnetar.broker.service.hashing import murmur3_32
+from magnetar.common.murmur3 import pulsar_hash
 
 if TYPE_CHECKING:
     pass
@@ -87,8 +87,8 @@ def _ring_pick(ranked: list[Consumer], topic_name: str) -> Consumer:
     ring: list[tuple[int, int]] = []
     for idx, c in enumerate(ranked):
         for j in range(RING_POINTS):
-            ring.append((murmur3_32(f"{c.consumer_name}{j}".encode()), idx))
+            ring.append((pulsar_hash(f"{c.consumer_name}{j}".encode()), idx))
     ring.sort()
-    h = murmur3_32(topic_name.encode())
+    h = pulsar_hash(topic_name.encode())
     i = bisect.bisect_left(ring, (h, -1))
     return ranked[ring[i % len(ring)][1]]
