@@ -67,7 +67,8 @@ def test_ready_line_health_lookup_and_sigterm(tmp_path):
             body = json.loads(r.read())
         assert body["brokerUrl"] == ready.broker_url and "brokerUrlTls" in body
         with urllib.request.urlopen(f"{ready.web_url}/metrics", timeout=15) as r:
-            assert b"magnetar_http_requests_total" in r.read()
+            metrics = r.read()
+        assert b"magnetar_http_requests_total" in metrics and b"magnetar_broker_connections" in metrics
         assert (tmp_path / "data" / "metadata").is_dir()
         assert (tmp_path / "data" / "bookie").is_dir()
     finally:
