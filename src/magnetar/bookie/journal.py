@@ -41,7 +41,7 @@ import enum
 import errno
 import logging
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 import crc32c
@@ -60,6 +60,7 @@ _BODY_HEADER = struct.Struct(">BQq")
 RECORD_OVERHEAD = _FRAME.size + _BODY_HEADER.size
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # a length beyond this is garbage, not a record
 _APPEND_QUEUE_TIMEOUT_S = 30.0
+_REPLAY_CHUNK_BYTES = 4 * 1024 * 1024
 _CLOSE_DRAIN_TIMEOUT_S = 10.0
 
 
@@ -109,6 +110,8 @@ class ScanResult:
     records: list[JournalRecord] = field(default_factory=list)
     good_end: int = 0  # offset just past the last intact record
     torn: bool = False  # something unreadable follows good_end
+    incomplete: bool = False  # ...because the buffer ends inside a plausible record
+    next_record_bytes: int = 0  # that record's full size, when its frame header was readable
 
 
 def scan_records(buf: bytes | memoryview, start: int) -> ScanResult:
@@ -118,12 +121,17 @@ def scan_records(buf: bytes | memoryview, start: int) -> ScanResult:
     pos = start
     while pos < len(mv):
         if len(mv) - pos < _FRAME.size:
-            out.torn = True
+            out.torn = out.incomplete = True
+            out.next_record_bytes = _FRAME.size
             break
         length, crc = _FRAME.unpack_from(mv, pos)
         end = pos + _FRAME.size + length
-        if length < _BODY_HEADER.size or length > MAX_RECORD_BYTES or end > len(mv):
+        if length < _BODY_HEADER.size or length > MAX_RECORD_BYTES:
             out.torn = True
+            break
+        if end > len(mv):
+            out.torn = out.incomplete = True
+            out.next_record_bytes = _FRAME.size + length
             break
         body = mv[pos + _FRAME.size : end]
         if crc32c.crc32c(body) != crc:
@@ -192,19 +200,38 @@ class Journal:
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    async def replay(self, mark: JournalPosition, apply: Callable[[JournalRecord], None]) -> int:
-        """Feed every record at or after ``mark`` to ``apply`` in order; returns the count.
-        Torn tails are truncated.  Must run before :meth:`start`."""
+    async def replay(
+        self,
+        mark: JournalPosition,
+        apply: Callable[[JournalRecord], None],
+        on_progress: Callable[[JournalPosition], Awaitable[None]] | None = None,
+    ) -> int:
+        """Feed every record after ``mark`` to ``apply`` in order; returns the count.
+
+        Files are read in bounded chunks; after each chunk ``on_progress`` gets the
+        position replayed so far (the storage flushes its write cache there when it
+        fills).  Torn tails are truncated.  Must run before :meth:`start`."""
         await self._executor.run(self._disk.makedirs, self.directory)
         ids = await self._executor.run(self._list_ids)
         count = 0
         for file_id in ids:
             if file_id < mark.file_id:
                 continue
-            start = mark.offset if file_id == mark.file_id and mark.offset > 0 else FILE_HEADER_SIZE
-            for rec in await self._executor.run(self._replay_file, file_id, start):
-                apply(rec)
-                count += 1
+            if not await self._executor.run(self._check_header, file_id):
+                continue
+            offset = (
+                mark.offset
+                if file_id == mark.file_id and mark.offset > FILE_HEADER_SIZE
+                else FILE_HEADER_SIZE
+            )
+            done = False
+            while not done:
+                records, offset, done = await self._executor.run(self._scan_chunk, file_id, offset)
+                for rec in records:
+                    apply(rec)
+                    count += 1
+                if on_progress is not None:
+                    await on_progress(JournalPosition(file_id, offset))
         self._next_file_id = (ids[-1] + 1) if ids else max(1, mark.file_id + 1)
         return count
 
@@ -212,27 +239,43 @@ class Journal:
         ids = [parse_journal_file_name(n) for n in self._disk.listdir(self.directory)]
         return sorted(i for i in ids if i is not None)
 
-    def _replay_file(self, file_id: int, start: int) -> list[JournalRecord]:
-        path = f"{self.directory}/{journal_file_name(file_id)}"
-        buf = self._disk.read_all(path)
-        if len(buf) < FILE_HEADER_SIZE:
-            log.warning("journal %s: header torn (%d bytes); truncating to empty", path, len(buf))
+    def _path(self, file_id: int) -> str:
+        return f"{self.directory}/{journal_file_name(file_id)}"
+
+    def _check_header(self, file_id: int) -> bool:
+        path = self._path(file_id)
+        head = self._disk.read_at(path, 0, FILE_HEADER_SIZE)
+        if len(head) < FILE_HEADER_SIZE:
+            log.warning("journal %s: header torn (%d bytes); truncating to empty", path, len(head))
             self._disk.truncate(path, 0)
-            return []
-        magic, fid = _FILE_HEADER.unpack_from(buf, 0)
+            return False
+        magic, fid = _FILE_HEADER.unpack_from(head, 0)
         if magic != FILE_MAGIC or fid != file_id:
             raise BookieError(f"journal file {path} has a bad header ({magic!r}, id {fid})")
-        result = scan_records(buf, max(start, FILE_HEADER_SIZE))
-        if result.torn:
-            log.warning(
-                "journal %s: torn tail at offset %d (%d bytes dropped), %d records replayed",
-                path,
-                result.good_end,
-                len(buf) - result.good_end,
-                len(result.records),
-            )
-            self._disk.truncate(path, result.good_end)
-        return result.records
+        return True
+
+    def _scan_chunk(self, file_id: int, offset: int) -> tuple[list[JournalRecord], int, bool]:
+        """Records from ``offset`` in one bounded read: (records, next offset, file done)."""
+        path = self._path(file_id)
+        size = self._disk.size(path)
+        if offset >= size:
+            return [], offset, True
+        buf = self._disk.read_at(path, offset, min(_REPLAY_CHUNK_BYTES, size - offset))
+        res = scan_records(buf, 0)
+        end = offset + res.good_end
+        if not res.torn:
+            return res.records, end, end >= size
+        if res.incomplete and offset + len(buf) < size:
+            if res.good_end > 0:
+                return res.records, end, False  # the next read starts at the split record
+            if offset + res.next_record_bytes <= size:  # one record bigger than a chunk
+                whole = scan_records(self._disk.read_at(path, offset, res.next_record_bytes), 0)
+                if not whole.torn:
+                    end = offset + whole.good_end
+                    return whole.records, end, end >= size
+        log.warning("journal %s: torn tail at offset %d (%d bytes dropped)", path, end, size - end)
+        self._disk.truncate(path, end)
+        return res.records, end, True
 
     def start(self) -> None:
         if self._writer is None:

@@ -164,6 +164,7 @@ class LedgerStorage:
         self._cache_room.set()
         self._lac = LacWaiters(self.clock, config.max_lac_waiters)
         self.mark = START
+        self._replayed_to = START
         self.state = StorageState.NEW
         self.read_only_reason = ""
         self.state_listeners: list[Callable[[StorageState], None]] = []
@@ -197,14 +198,21 @@ class LedgerStorage:
         if self.state != StorageState.NEW:
             raise BookieError("storage already opened")
         await self.storage_executor.run(self._open_sync)
-        replayed = await self.journal.replay(self.mark, self._apply_replayed)
+        start_mark = self.mark
+        self._replayed_to = start_mark
+        replayed = await self.journal.replay(self.mark, self._apply_replayed, self._replay_progress)
+        if replayed:
+            log.info("bookie %s replayed %d journal records from %s", self.bookie_id, replayed, start_mark)
+            await self._checkpoint_now(self._replayed_to)
         self.journal.start()
         self._set_state(StorageState.WRITABLE)
-        if replayed:
-            log.info("bookie %s replayed %d journal records from %s", self.bookie_id, replayed, self.mark)
-            await self.checkpoint()
         self.supervisor.spawn(self._periodic_checkpoint(), name="checkpoint")
         return replayed
+
+    async def _replay_progress(self, position: JournalPosition) -> None:
+        self._replayed_to = position
+        if self._active.size_bytes >= self.config.write_cache_max_size_bytes // 2:
+            await self._checkpoint_now(position)  # bounded memory while replaying a long journal
 
     def _open_sync(self) -> None:
         self.disk.makedirs(self.paths.entry_log_dir)
@@ -469,10 +477,10 @@ class LedgerStorage:
             return self.mark
         return await self._checkpoint_now()
 
-    async def _checkpoint_now(self) -> JournalPosition:
+    async def _checkpoint_now(self, replay_mark: JournalPosition | None = None) -> JournalPosition:
         async with self._checkpoint_lock:
             # --- one synchronous step: the mark and the cache swap agree ---
-            mark = self.journal.synced_position
+            mark = replay_mark if replay_mark is not None else self.journal.synced_position
             if mark < self.mark:
                 mark = self.mark
             cache = self._active
