@@ -80,8 +80,16 @@ class LocalBookieHarness:
     factory (so a new factory is a new client, as after a broker restart), over a memory
     metadata server.  ``sync_journal=False`` skips fsync (the data still reaches the files)."""
 
-    def __init__(self, data_dir: str, clock: Clock | None = None, *, sync_journal: bool = False) -> None:
+    def __init__(
+        self,
+        data_dir: str,
+        clock: Clock | None = None,
+        *,
+        sync_journal: bool = False,
+        **bookie_overrides: object,
+    ) -> None:
         self.clock = clock or RealClock()
+        self.bookie_overrides = bookie_overrides
         self.data_dir = data_dir
         self.sync_journal = sync_journal
         self.server = MemoryMetadataServer(clock=self.clock)
@@ -98,7 +106,10 @@ class LocalBookieHarness:
         from magnetar.bookie.storage import LedgerStorage
 
         cfg = BookieConfig.for_data_dir(
-            self.data_dir, journal_sync_data=self.sync_journal, bookie_id="127.0.0.1:3181"
+            self.data_dir,
+            journal_sync_data=self.sync_journal,
+            bookie_id="127.0.0.1:3181",
+            **self.bookie_overrides,
         )
         self.storage = LedgerStorage(cfg, clock=self.clock)
         await self.storage.open()
