@@ -590,6 +590,27 @@ class ManagedLedgerImpl:
             self._wake_waiters()
             return self.terminated_position
 
+    async def set_ledger_offloaded(self, ledger_id: int) -> None:
+        """Mark a closed ledger as offloaded in the ledger list (reads then use the offloader)."""
+        async with _timed_lock(self._op_lock):
+            info = self.ledger_list.get(ledger_id)
+            if info is None or info.offloaded:
+                return
+            self.ledger_list.set(replace(info, offloaded=True))
+            try:
+                await self._write_list()
+            except ManagedLedgerError:
+                if self.state is not MLState.FENCED:
+                    self.ledger_list.set(info)
+                raise
+        await self.reader.drop_ledger(ledger_id)
+
+    async def offload_ledger(self, ledger_id: int, *, delete_from_bookkeeper: bool = False) -> None:
+        """Offload a closed ledger through the factory's offloader (see :mod:`.offload`)."""
+        from magnetar.managed_ledger.offload import offload_ledger
+
+        await offload_ledger(self, ledger_id, delete_from_bookkeeper=delete_from_bookkeeper)
+
     def schedule_trim(self) -> None:
         trimmer.schedule(self)
 

@@ -36,3 +36,41 @@ class Offloader(Protocol):
 
     async def delete_offloaded(self, ledger_id: int) -> None:
         """Remove an offloaded copy; missing is not an error."""
+
+
+async def offload_ledger(ml, ledger_id: int, *, delete_from_bookkeeper: bool = False) -> None:  # noqa: ANN001
+    """Copy a closed ledger of ``ml`` (a ManagedLedgerImpl) through the factory's offloader,
+    mark it ``isOffloaded`` in the ledger list (CAS), and optionally drop the BookKeeper copy.
+    Reads of it then go through :meth:`Offloader.read_offloaded`."""
+    from magnetar.bookkeeper.api import BKError
+    from magnetar.managed_ledger.api import ManagedLedgerError, ManagedLedgerStorageError
+
+    offloader = ml.ctx.offloader
+    if offloader is None:
+        raise ManagedLedgerError(f"{ml.name}: no offloader configured")
+    info = ml.ledger_list.get(ledger_id)
+    if info is None:
+        raise ManagedLedgerError(f"{ml.name}: ledger {ledger_id} is not in the ledger list")
+    if ledger_id == ml.ledger_list.current_id:
+        raise ManagedLedgerError(f"{ml.name}: ledger {ledger_id} is still being written")
+    if not info.offloaded:
+        try:
+            handle = await ml.ctx.bookkeeper.open_ledger(
+                ledger_id, password=ml.config.password, recovery=False
+            )
+        except BKError as e:
+            raise ManagedLedgerStorageError(f"cannot open ledger {ledger_id} to offload: {e!r}") from e
+        try:
+            await offloader.offload(handle, {"ManagedLedgerName": ml.name})
+        finally:
+            try:
+                await handle.close()
+            except BKError:
+                pass
+        await ml.set_ledger_offloaded(ledger_id)
+    if delete_from_bookkeeper:
+        await ml.reader.drop_ledger(ledger_id)
+        try:
+            await ml.ctx.bookkeeper.delete_ledger(ledger_id)
+        except BKError:
+            pass
