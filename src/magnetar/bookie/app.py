@@ -22,12 +22,14 @@ and ``local_client()`` gives the in-process BookieClient.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from magnetar.bookie.api import BookieInfo, BookieUnavailableError
 from magnetar.bookie.config import BookieConfig
 from magnetar.bookie.disk import Disk, RealDisk
 from magnetar.bookie.disk_check import DiskChecker
 from magnetar.bookie.gc import GarbageCollector
+from magnetar.bookie.index import IndexStore
 from magnetar.bookie.local_client import LocalBookieClient
 from magnetar.bookie.registration import Registration
 from magnetar.bookie.server import BookieServer
@@ -78,6 +80,8 @@ class Bookie:
         clock: Clock | None = None,
         rng: Rng | None = None,
         serve: bool = True,
+        index_factory: Callable[[str], IndexStore] | None = None,
+        executor_factory: Callable[[str, int], BlockingExecutor] | None = None,
     ) -> None:
         self.config = config
         self.metadata_store = metadata_store
@@ -86,8 +90,14 @@ class Bookie:
         self.rng = rng or Rng()
         self.serve = serve
         self.supervisor = TaskSupervisor("bookie")
-        self.io_executor = BlockingExecutor("bookie-io", 1)
-        self.storage = LedgerStorage(config, disk=self.disk, clock=self.clock)
+        self.io_executor = (executor_factory or BlockingExecutor)("bookie-io", 1)
+        self.storage = LedgerStorage(
+            config,
+            disk=self.disk,
+            clock=self.clock,
+            index_factory=index_factory,
+            executor_factory=executor_factory,
+        )
         self.server: BookieServer | None = None
         self.registration: Registration | None = None
         self.gc: GarbageCollector | None = None

@@ -194,6 +194,7 @@ class Journal:
         self._next_file_id = 1
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
+        self._in_flight = 0
         self.broken: BaseException | None = None
         self.synced_position = START
         self.stats = {"groups": 0, "records": 0, "bytes": 0, "fsyncs": 0}
@@ -286,7 +287,13 @@ class Journal:
             return
         self._closed = True
         deadline = self._clock.monotonic() + _CLOSE_DRAIN_TIMEOUT_S
-        while not self._queue.empty() and self._clock.monotonic() < deadline and self.broken is None:
+        while (
+            (not self._queue.empty() or self._in_flight)
+            and self._clock.monotonic() < deadline
+            and self.broken is None
+            and self._writer is not None
+            and not self._writer.done()
+        ):
             await self._clock.sleep(0.005)
         if self._writer is not None:
             self._writer.cancel()
@@ -330,6 +337,7 @@ class Journal:
     async def _run(self) -> None:
         while True:
             batch = await self._take_group()
+            self._in_flight = len(batch)
             try:
                 pos = await self._executor.run(self._write_group, [p.data for p in batch])
             except OSError as exc:
@@ -341,6 +349,7 @@ class Journal:
                 for p in batch:
                     if not p.future.done():
                         p.future.set_exception(err)
+                self._in_flight = 0
                 continue
             except BaseException as exc:
                 for p in batch:
@@ -349,11 +358,15 @@ class Journal:
                 raise
             for p in batch:
                 if p.on_durable is not None:
-                    p.on_durable()
+                    try:
+                        p.on_durable()
+                    except Exception:  # a bug there must not stop the journal
+                        log.exception("journal on_durable callback failed")
             self.synced_position = pos
             for p in batch:
                 if not p.future.done():
                     p.future.set_result(pos)
+            self._in_flight = 0
 
     async def _take_group(self) -> list[_Pending]:
         first = await self._queue.get()

@@ -42,7 +42,8 @@ class LocalBookieClient:
                 aw.close()
             raise BookieUnavailableError("client closed", self.bookie_id)
         try:
-            return await asyncio.wait_for(aw, self._timeout_s + extra_s)
+            async with asyncio.timeout(self._timeout_s + extra_s):  # no extra task per call
+                return await aw
         except TimeoutError:
             raise BookieTimeoutError(
                 f"bookie {self.bookie_id} did not answer in time", self.bookie_id

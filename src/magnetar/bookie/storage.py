@@ -125,6 +125,7 @@ class LedgerStorage:
         disk: Disk | None = None,
         clock: Clock | None = None,
         index_factory: Callable[[str], IndexStore] | None = None,
+        executor_factory: Callable[[str, int], BlockingExecutor] | None = None,
         bookie_id: str | None = None,
     ) -> None:
         self.config = config
@@ -134,9 +135,11 @@ class LedgerStorage:
         self.paths = StoragePaths(config.journal_directory, config.ledger_directories[0])
         self._index_factory = index_factory or RocksIndexStore
         self.supervisor = TaskSupervisor(f"bookie-storage:{self.bookie_id}")
-        self.journal_executor = BlockingExecutor("bookie-journal", 1)
-        self.storage_executor = BlockingExecutor("bookie-storage", 1)
-        self.read_executor = BlockingExecutor("bookie-read", 2)
+        # A simulator passes an executor factory that runs work inline (deterministic).
+        make_executor = executor_factory or BlockingExecutor
+        self.journal_executor = make_executor("bookie-journal", 1)
+        self.storage_executor = make_executor("bookie-storage", 1)
+        self.read_executor = make_executor("bookie-read", 2)
         self.journal = Journal(
             config.journal_directory,
             self.disk,

@@ -173,7 +173,8 @@ class WireBookieClient:
                 if conn.writer.transport.get_write_buffer_size() > 4 * 1024 * 1024:
                     async with conn.drain_lock:
                         await asyncio.wait_for(conn.writer.drain(), max(0.001, deadline - loop.time()))
-                resp = await asyncio.wait_for(fut, max(0.001, deadline - loop.time()))
+                async with asyncio.timeout_at(deadline):
+                    resp = await fut
             except TimeoutError:
                 raise BookieTimeoutError(
                     f"bookie {self._bookie_id} did not answer within {timeout_s * 1000:.0f} ms",
