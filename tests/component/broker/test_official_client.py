@@ -33,3 +33,186 @@ async def test_produce_then_consume_in_order(broker) -> None:
 
     got = await asyncio.to_thread(run)
     assert got == [f"m-{i}".encode() for i in range(20)]
+
+
+def _run(broker, fn):
+    def wrapped():
+        c = _client(broker.url)
+        try:
+            return fn(c)
+        finally:
+            c.close()
+
+    return asyncio.to_thread(wrapped)
+
+
+async def test_batching_and_compression_round_trip(broker) -> None:
+    def fn(c: pulsar.Client) -> list[bytes]:
+        consumer = c.subscribe("t-batch", "s", initial_position=pulsar.InitialPosition.Earliest)
+        out = []
+        for ct in (pulsar.CompressionType.LZ4, pulsar.CompressionType.ZSTD, pulsar.CompressionType.NONE):
+            p = c.create_producer(
+                "t-batch", compression_type=ct, batching_enabled=True, batching_max_messages=10
+            )
+            for i in range(25):
+                p.send_async(f"{ct}-{i}".encode(), None)
+            p.flush()
+            p.close()
+        for _ in range(75):
+            m = consumer.receive(timeout_millis=5000)
+            out.append(m.data())
+            consumer.acknowledge(m)
+        return out
+
+    got = await _run(broker, fn)
+    assert len(got) == 75 and len(set(got)) == 75
+
+
+async def test_negative_acks_count_redeliveries_and_feed_the_dead_letter_topic(broker) -> None:
+    def fn(c: pulsar.Client) -> tuple[list[int], bytes]:
+        policy = pulsar.ConsumerDeadLetterPolicy(
+            max_redeliver_count=2, dead_letter_topic="t-dlq-DLQ", initial_subscription_name="init"
+        )
+        dlq = c.subscribe("t-dlq-DLQ", "d", initial_position=pulsar.InitialPosition.Earliest)
+        consumer = c.subscribe(
+            "t-dlq",
+            "s",
+            consumer_type=pulsar.ConsumerType.Shared,
+            negative_ack_redelivery_delay_ms=100,
+            dead_letter_policy=policy,
+        )
+        c.create_producer("t-dlq").send(b"poison")
+        counts = []
+        for _ in range(3):
+            m = consumer.receive(timeout_millis=5000)
+            counts.append(m.redelivery_count())
+            consumer.negative_acknowledge(m)
+        dead = dlq.receive(timeout_millis=10000)
+        return counts, dead.data()
+
+    counts, dead = await _run(broker, fn)
+    assert counts == [0, 1, 2]
+    assert dead == b"poison"
+
+
+async def test_ack_timeout_redelivers(broker) -> None:
+    def fn(c: pulsar.Client) -> tuple[bytes, bytes, int]:
+        consumer = c.subscribe(
+            "t-ackto", "s", consumer_type=pulsar.ConsumerType.Shared, unacked_messages_timeout_ms=10_000
+        )
+        c.create_producer("t-ackto").send(b"x")
+        first = consumer.receive(timeout_millis=5000)
+        again = consumer.receive(timeout_millis=20000)
+        return first.data(), again.data(), again.redelivery_count()
+
+    first, again, count = await _run(broker, fn)
+    assert first == again == b"x" and count == 1
+
+
+async def test_failover_takeover_when_the_active_consumer_closes(broker) -> None:
+    def fn(c: pulsar.Client) -> tuple[int, int]:
+        a = c.subscribe("t-fo", "s", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a")
+        b = c.subscribe("t-fo", "s", consumer_type=pulsar.ConsumerType.Failover, consumer_name="b")
+        p = c.create_producer("t-fo", batching_enabled=False)
+        for i in range(10):
+            p.send(f"{i}".encode())
+        got_a = 0
+        for _ in range(10):
+            m = a.receive(timeout_millis=5000)
+            got_a += 1
+            if got_a <= 5:
+                a.acknowledge(m)
+        a.close()
+        got_b = 0
+        while True:
+            try:
+                m = b.receive(timeout_millis=3000)
+            except pulsar.Timeout:
+                break
+            got_b += 1
+            b.acknowledge(m)
+        return got_a, got_b
+
+    got_a, got_b = await _run(broker, fn)
+    assert got_a == 10 and got_b == 5
+
+
+async def test_reader_from_a_message_id_and_has_message_available(broker) -> None:
+    def fn(c: pulsar.Client):
+        p = c.create_producer("t-reader", batching_enabled=False)
+        ids = [p.send(f"{i}".encode()) for i in range(5)]
+        r = c.create_reader("t-reader", ids[1])
+        after = [r.read_next(5000).data() for _ in range(3)]
+        more = r.has_message_available()
+        r2 = c.create_reader("t-reader", ids[1], start_message_id_inclusive=True)
+        incl = r2.read_next(5000).data()
+        r3 = c.create_reader("t-reader", pulsar.MessageId.latest)
+        latest_has = r3.has_message_available()
+        r4 = c.create_reader("t-reader", pulsar.MessageId.earliest)
+        first = r4.read_next(5000).data()
+        last = c.subscribe("t-reader", "x").get_last_message_id()
+        return after, more, incl, latest_has, first, str(last), str(ids[-1])
+
+    after, more, incl, latest_has, first, last, last_sent = await _run(broker, fn)
+    assert after == [b"2", b"3", b"4"]
+    assert more is False
+    assert incl == b"1"
+    assert latest_has is False
+    assert first == b"0"
+    assert last.split(",")[:2] == last_sent.split(",")[:2]
+
+
+async def test_seek_to_a_message_id_and_to_earliest(broker) -> None:
+    def fn(c: pulsar.Client):
+        consumer = c.subscribe("t-seek", "s")
+        p = c.create_producer("t-seek", batching_enabled=False)
+        ids = [p.send(f"{i}".encode()) for i in range(5)]
+        for _ in range(5):
+            consumer.acknowledge(consumer.receive(5000))
+        consumer.seek(ids[2])
+        a = consumer.receive(5000).data()
+        consumer.seek(pulsar.MessageId.earliest)
+        b = consumer.receive(5000).data()
+        return a, b
+
+    a, b = await _run(broker, fn)
+    assert a in (b"2", b"3")  # exclusive/inclusive start per client version
+    assert b == b"0"
+
+
+async def test_partitioned_topic_round_robin(broker) -> None:
+    await broker.service.create_partitioned_topic("persistent://public/default/t-part", 3)
+
+    def fn(c: pulsar.Client):
+        consumer = c.subscribe("t-part", "s", initial_position=pulsar.InitialPosition.Earliest)
+        p = c.create_producer(
+            "t-part",
+            batching_enabled=False,
+            message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution,
+        )
+        for i in range(30):
+            p.send(f"{i}".encode())
+        got = []
+        for _ in range(30):
+            m = consumer.receive(5000)
+            got.append((m.topic_name(), m.data()))
+            consumer.acknowledge(m)
+        return got
+
+    got = await _run(broker, fn)
+    assert sorted(int(d) for _, d in got) == list(range(30))
+    assert len({t for t, _ in got}) == 3
+    stats = await broker.service.partitioned_topic_stats("persistent://public/default/t-part")
+    assert stats["msgInCounter"] == 30 and stats["metadata"] == {"partitions": 3}
+
+
+async def test_unknown_namespace_fails_with_an_error_not_a_timeout(broker) -> None:
+    def fn(c: pulsar.Client):
+        try:
+            c.create_producer("persistent://nope/nope/t")
+        except Exception as exc:  # noqa: BLE001
+            return type(exc).__name__
+        return None
+
+    name = await _run(broker, fn)
+    assert name is not None and name != "Timeout"

@@ -118,6 +118,7 @@ class Producer:
         fut.add_done_callback(lambda _f: self._flush_receipts())
 
     def _flush_receipts(self) -> None:
+        stored = False
         while self._pending and self._pending[0].future.done():
             p = self._pending.popleft()
             fut = p.future
@@ -130,10 +131,13 @@ class Producer:
                 self.stats.msg_in_counter += p.num_messages
                 self.stats.bytes_in_counter += p.size_bytes
                 self.cnx.send_receipt(self, p.sequence_id, p.highest_sequence_id, pos)
+                stored = True
             else:
                 self.cnx.publish_failed(self, p.sequence_id, err)
         if not self._pending:
             self._drained.set()
+        if stored:
+            self.topic.notify_dispatchers()
 
     async def wait_drained(self, timeout_s: float) -> None:
         try:

@@ -135,10 +135,15 @@ class PersistentTopic:
         self.bytes_in_counter += len(data)
         self.last_publish_ms = self.clock.time_ms()
         self._last_entry = (pos, n_messages, is_batch)
+        return pos
+
+    def notify_dispatchers(self) -> None:
+        """New entries exist.  Called by producers *after* writing receipts, so a client never
+        sees a message on a consumer before the receipt of its send (Java's order, and cpp's
+        close path crashes when a DLQ send is still unacknowledged)."""
         for sub in self.subscriptions.values():
             if sub.dispatcher is not None:
                 sub.dispatcher.notify()
-        return pos
 
     # ------------------------------------------------------------ subscriptions
     async def get_or_create_subscription(
