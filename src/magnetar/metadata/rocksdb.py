@@ -9,11 +9,15 @@ bytes mode).  Three key families:
   bounded prefix scan instead of a walk over all descendants;
 * ``e<path>``              -> owner session id: the ephemeral index.
 
-Every operation's writes go in one WriteBatch with ``sync=True`` (WAL fsynced
-before the put returns), so anything acknowledged survives ``kill -9`` and
-power loss.  All RocksDB calls run on a one-thread BlockingExecutor: the loop
-never blocks, and the single thread serialises check-and-write, which makes
-CAS atomic across all sessions of this process.
+Writes are group-committed: operations that arrive while a group is being
+written queue up, and the next group applies them one after another (each
+sees the previous ones through an overlay) and makes them durable with ONE
+WriteBatch written with ``sync=True`` (WAL fsynced) before any of them is
+acknowledged -- so anything acknowledged survives ``kill -9`` and power
+loss, and many concurrent writers share an fsync.  All RocksDB calls run on
+a one-thread BlockingExecutor: the loop never blocks, and the single thread
+serialises check-and-write, which makes CAS atomic across all sessions of
+this process.
 
 Sessions do not outlive the process: on open every ephemeral node left in
 the database (its owner died with the previous process) is deleted, so a
@@ -24,7 +28,9 @@ through ``server.session()``.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import os
 import struct
 from collections.abc import Callable
@@ -40,6 +46,9 @@ from magnetar.runtime import BlockingExecutor, Clock
 __all__ = ["RocksdbMetadataServer", "RocksdbNodeTable"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+# Operations applied per group commit (one synced RocksDB write); the rest wait for the next.
+GROUP_OPS_MAX = 1_000
 _HEADER = struct.Struct(">qqqqH")  # version, ctime_ms, mtime_ms, cversion, owner length
 _NODE, _CHILD, _EPHEMERAL = b"n", b"c", b"e"
 
@@ -67,14 +76,27 @@ def _child_key(parent: str, name: str) -> bytes:
 
 
 class RocksdbNodeTable:
-    """NodeTable over a rocksdict database.  Called from one thread only."""
+    """NodeTable over a rocksdict database.  Called from one thread only.
+
+    Group commit: between ``begin_group`` and ``end_group`` commits go into
+    one WriteBatch and an overlay that ``load``/``child_names`` consult, so
+    later operations of the group see earlier ones; ``end_group`` makes it
+    durable with one synced write.  Outside a group each commit is written
+    (and synced) at once.
+    """
 
     def __init__(self, db: Rdict) -> None:
         self._db = db
         self._write_opt = WriteOptions()
         self._write_opt.sync = True
+        self._batch: WriteBatch | None = None
+        self._nodes: dict[str, NodeRecord | None] = {}  # overlay: path -> record / deleted
+        self._kids: dict[str, dict[str, bool]] = {}  # overlay: parent -> name -> present
+        self.synced_writes = 0
 
     def load(self, path: str) -> NodeRecord | None:
+        if path in self._nodes:
+            return self._nodes[path]
         raw = self._db.get(_NODE + path.encode())
         return None if raw is None else decode_record(raw)
 
@@ -82,30 +104,61 @@ class RocksdbNodeTable:
         prefix = _CHILD + path.encode() + b"\x00"
         ro = ReadOptions()
         ro.set_iterate_upper_bound(_CHILD + path.encode() + b"\x01")
-        return [k[len(prefix) :].decode() for k in self._db.keys(from_key=prefix, read_opt=ro)]
+        names = [k[len(prefix) :].decode() for k in self._db.keys(from_key=prefix, read_opt=ro)]
+        changes = self._kids.get(path)
+        if not changes:
+            return names
+        present = set(names)
+        for name, there in changes.items():
+            if there:
+                present.add(name)
+            else:
+                present.discard(name)
+        return sorted(present)
+
+    def begin_group(self) -> None:
+        self._batch = WriteBatch(raw_mode=True)
+
+    def end_group(self) -> None:
+        batch, self._batch = self._batch, None
+        try:
+            if batch is not None and len(batch) > 0:
+                self._db.write(batch, self._write_opt)
+                self.synced_writes += 1
+        finally:
+            self._nodes.clear()
+            self._kids.clear()
 
     def commit(self, writes: list[tuple[str, NodeRecord | None]]) -> None:
-        batch = WriteBatch(raw_mode=True)
-        present: dict[str, bool] = {}
+        batch = self._batch if self._batch is not None else WriteBatch(raw_mode=True)
         for path, rec in writes:
             key = _NODE + path.encode()
-            existed = present.get(path)
-            if existed is None:
-                existed = self._db.get(key) is not None
+            existed = self.load(path) is not None
+            self._nodes[path] = rec
             if rec is None:
                 batch.delete(key)
                 batch.delete(_EPHEMERAL + path.encode())
                 if path != "/":
                     batch.delete(_child_key(*_split(path)))
-                present[path] = False
+                    self._kid(path, False)
                 continue
             batch.put(key, encode_record(rec))
             if not existed and path != "/":
                 batch.put(_child_key(*_split(path)), b"")
+                self._kid(path, True)
                 if rec.ephemeral_owner is not None:
                     batch.put(_EPHEMERAL + path.encode(), rec.ephemeral_owner.encode())
-            present[path] = True
-        self._db.write(batch, self._write_opt)
+        if self._batch is None:
+            try:
+                self._db.write(batch, self._write_opt)
+                self.synced_writes += 1
+            finally:
+                self._nodes.clear()
+                self._kids.clear()
+
+    def _kid(self, path: str, present: bool) -> None:
+        parent, name = _split(path)
+        self._kids.setdefault(parent, {})[name] = present
 
     def ephemerals(self) -> list[tuple[str, str]]:
         ro = ReadOptions()
@@ -126,6 +179,8 @@ class RocksdbMetadataServer(LocalMetadataServer):
         self._executor = executor
         self._closing = False
         self._closed = False
+        self._pending: list[tuple[Callable[[], Any], asyncio.Future[Any] | None]] = []
+        self._group_running = False
 
     @classmethod
     async def open(cls, path: str, *, clock: Clock, name: str | None = None) -> RocksdbMetadataServer:
@@ -161,18 +216,64 @@ class RocksdbMetadataServer(LocalMetadataServer):
     async def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         if self._closed:
             raise MetadataStoreClosed(f"metadata database {self.path} is closed")
-        fut = self._executor.submit_nowait(functools.partial(fn, *args, **kwargs))
-        fut.add_done_callback(self._publish_done)
-        return await fut
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._pending.append((functools.partial(fn, *args, **kwargs), fut))
+        self._kick()
+        return await fut  # a cancelled caller's write still applies and is still announced
 
     def _write_nowait(self, fn: Callable[..., object], *args: Any) -> None:
         if self._closed:
             return
-        self._executor.submit_nowait(fn, *args).add_done_callback(self._publish_done)
+        self._pending.append((functools.partial(fn, *args), None))
+        self._kick()
 
-    def _publish_done(self, fut: Any) -> None:
-        if not fut.cancelled() and fut.exception() is None:
-            self._publish(_notes_of(fut.result()))
+    def _kick(self) -> None:
+        """Starts the next group commit unless one is running (one at a time, FIFO)."""
+        if self._group_running or not self._pending:
+            return
+        group, self._pending = self._pending[:GROUP_OPS_MAX], self._pending[GROUP_OPS_MAX:]
+        self._group_running = True
+        job = self._executor.submit_nowait(self._apply_group, [call for call, _ in group])
+        job.add_done_callback(functools.partial(self._group_done, group))
+
+    def _apply_group(self, calls: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
+        """Executor thread: run each operation against the overlay, then one synced write."""
+        self._table.begin_group()
+        results: list[tuple[bool, Any]] = []
+        for call in calls:
+            try:
+                results.append((True, call()))
+            except Exception as e:  # an operation's own error (BadVersion...): its caller gets it
+                results.append((False, e))
+        try:
+            self._table.end_group()
+        except Exception as e:
+            log.error("metadata database %s: group write failed: %s", self.path, e)
+            return [(False, e if ok else r) for ok, r in results]
+        return results
+
+    def _group_done(
+        self, group: list[tuple[Callable[[], Any], asyncio.Future[Any] | None]], job: Any
+    ) -> None:
+        self._group_running = False
+        if job.cancelled() or job.exception() is not None:
+            err = job.exception() if not job.cancelled() else MetadataStoreClosed("metadata database closed")
+            outcomes: list[tuple[bool, Any]] = [(False, err)] * len(group)
+        else:
+            outcomes = job.result()
+        for (_, fut), (ok, value) in zip(group, outcomes, strict=True):
+            if ok:
+                self._publish(_notes_of(value))
+            if fut is None or fut.done():
+                continue
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+        self._kick()
+
+    def statistics(self) -> dict[str, int]:
+        return {"synced_writes": self._table.synced_writes, "pending": len(self._pending)}
 
     async def aclose(self) -> None:
         """Closes every session (dropping their ephemerals), then the database.  Idempotent."""

@@ -68,3 +68,27 @@ async def test_sessions_share_one_database(tmp_path) -> None:
     assert await b.exists("/e") is None
     await server.aclose()
     await b.aclose()  # already closed by the server: idempotent
+
+
+async def test_group_commit_shares_fsyncs_and_keeps_cas_exact(tmp_path) -> None:
+    import asyncio
+
+    from magnetar.metadata.api import AlreadyExists
+
+    server = await RocksdbMetadataServer.open(str(tmp_path / "db"), clock=RealClock())
+    s = server.session()
+    await s.put("/warm", b"")
+    before = server.statistics()["synced_writes"]
+    await asyncio.gather(*(s.put(f"/g/n{i}", b"x") for i in range(200)))
+    used = server.statistics()["synced_writes"] - before
+    assert used < 200, f"{used} synced writes for 200 concurrent puts: no grouping"
+    assert await s.children("/g") == sorted(f"n{i}" for i in range(200))
+
+    # Within one group, later operations see earlier ones: exactly one create wins.
+    outcomes = await asyncio.gather(*(s.put("/once", b"", -1) for _ in range(20)), return_exceptions=True)
+    assert sum(not isinstance(o, BaseException) for o in outcomes) == 1
+    assert all(isinstance(o, AlreadyExists) for o in outcomes if isinstance(o, BaseException))
+    # A create and a recursive delete in the same group.
+    await asyncio.gather(s.put("/tmp/a/b", b""), s.delete_recursive("/tmp"), s.put("/tmp/c", b""))
+    assert await s.children("/tmp") == ["c"]
+    await server.aclose()
