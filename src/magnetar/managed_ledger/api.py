@@ -17,7 +17,13 @@ Each subscription is a :class:`ManagedCursor`:
 * ``read_position`` -- the next entry the dispatcher will read.
 
 Durable cursors persist all of that (to a cursor ledger plus a snapshot in
-the metadata store) so a restart restores exactly what was acknowledged.
+the metadata store) so a restart restores exactly what was acknowledged --
+within ``max_unacked_ranges_to_persist`` ranges (Pulsar's
+managedLedgerMaxUnackedRangesToPersist, default 10,000): only the ranges
+nearest mark-delete are written, so acks beyond the cap are forgotten on
+restart and those messages are redelivered, never lost.  With
+``mark_delete_rate_per_s == 0`` an ack returns once it is durable; with a
+rate, acks return at once and are persisted at most that often.
 Non-durable cursors (readers) live in memory only.
 
 Positions are "earliest" (``Position.EARLIEST``, before every entry) and
@@ -212,6 +218,17 @@ class ManagedCursor(Protocol):
 
     def number_of_entries_in_backlog(self) -> int: ...
 
+    def number_of_messages_in_backlog(self) -> int:
+        """Unacked messages, using the batch sizes given to ``add_entry(num_messages=)``
+        (one per entry where unknown) minus acked indexes of partly acked batches."""
+
+    async def expire_messages(self, ttl_ms: int, publish_time_of) -> bool:
+        """Message TTL: move mark-delete to the newest entry published at or before
+        ``now - ttl_ms`` (``publish_time_of(data) -> ms``).  True if it moved."""
+
+    async def flush(self) -> None:
+        """Wait until every acknowledgement so far is durably persisted (durable cursors)."""
+
     def stats(self) -> dict:
         """Internal stats as Pulsar's ``internalStats.cursors[name]`` shows them."""
 
@@ -240,8 +257,15 @@ class ManagedLedger(Protocol):
 
     def ledgers(self) -> list[LedgerInfo]: ...
 
-    async def add_entry(self, data: bytes) -> Position:
-        """Append; pipelined calls complete in call order."""
+    async def add_entry(self, data: bytes, *, num_messages: int = 1) -> Position:
+        """Append; pipelined calls complete in call order.  ``num_messages``: messages in the
+        entry (batch size from its metadata), for message counts and message backlogs."""
+
+    @property
+    def number_of_messages(self) -> int: ...
+
+    async def offload_ledger(self, ledger_id: int, *, delete_from_bookkeeper: bool = False) -> None:
+        """Copy a closed ledger through the factory's offloader and mark it offloaded."""
 
     async def open_cursor(
         self,

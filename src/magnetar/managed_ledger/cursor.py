@@ -381,6 +381,22 @@ class ManagedCursorImpl:
         )
         return max(n, 0)
 
+    def number_of_messages_in_backlog(self) -> int:
+        """Unacknowledged messages: batch sizes from ``add_entry(num_messages=)``, minus the
+        acknowledged indexes of partly acked batches (see :mod:`.counts` for the estimate
+        after a restart)."""
+        ml = self.ml
+        ll, counts = ml.ledger_list, ml.message_counts
+        total = ll.messages_between(self._md, ll.last_confirmed, counts)
+        for lo, hi in self.acked:
+            if lo[0] in ll:
+                total -= counts.messages_in(lo[0], lo[1], hi[1])
+        for (lid, eid), words in self.ack_sets.items():
+            size = counts.batch_size(lid, eid)
+            pending = sum(bin(w).count("1") for w in words)
+            total -= max(0, size - pending)
+        return max(total, 0)
+
     def stats(self) -> dict:
         return cursor_stats(self)
 

@@ -57,6 +57,7 @@ from magnetar.managed_ledger.api import (
     Position,
 )
 from magnetar.managed_ledger.context import DRAIN_TIMEOUT_S, LOCK_TIMEOUT_S, MAX_QUEUED_ADDS, MLContext
+from magnetar.managed_ledger.counts import MessageCounts
 from magnetar.managed_ledger.cursor import ManagedCursorImpl
 from magnetar.managed_ledger.ledger_meta import LedgerMetaStore
 from magnetar.managed_ledger.positions import LedgerList
@@ -108,6 +109,7 @@ class ManagedLedgerImpl:
         self.trim_task: asyncio.Task[None] | None = None
         self.trim_again = False
         self.ledgers_deleted = 0
+        self.message_counts = MessageCounts()
 
     # -- properties (api.ManagedLedger) -----------------------------------------------------
 
@@ -122,6 +124,12 @@ class ManagedLedgerImpl:
     @property
     def number_of_entries(self) -> int:
         return self.ledger_list.total_entries()
+
+    @property
+    def number_of_messages(self) -> int:
+        """Messages in all ledgers (batch sizes as given to add_entry; 1 an entry where unknown)."""
+        ll = self.ledger_list
+        return ll.messages_between(Position(-1, -1), ll.last_confirmed, self.message_counts)
 
     @property
     def total_size(self) -> int:
@@ -363,6 +371,7 @@ class ManagedLedgerImpl:
             lst.last_confirmed = pos
         self.entries_added += 1
         self.messages_added += num_messages
+        self.message_counts.record(ledger_id, entry_id, num_messages)
         self.ctx.cache.put(ledger_id, entry_id, data)
         if self._waiters:
             self._wake_waiters()

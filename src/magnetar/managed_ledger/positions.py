@@ -125,6 +125,22 @@ class LedgerList:
                 total += hi - lo + 1
         return total
 
+    def messages_between(self, after: Position, upto: Position, counts) -> int:  # noqa: ANN001
+        """Messages (per :class:`~magnetar.managed_ledger.counts.MessageCounts`) in entries
+        p with after < p <= upto."""
+        if upto <= after:
+            return 0
+        ids = self._ids
+        total = 0
+        for k in range(bisect_left(ids, after.ledger_id), bisect_right(ids, upto.ledger_id)):
+            lid = ids[k]
+            n = self.entries_of(lid)
+            lo = after.entry_id + 1 if lid == after.ledger_id else 0
+            hi = min(upto.entry_id if lid == upto.ledger_id else n - 1, n - 1)
+            if hi >= lo:
+                total += counts.messages_in(lid, lo, hi)
+        return total
+
     def advance(self, pos: Position, n: int) -> Position:
         """The existing position ``n`` entries after the existing position ``pos``
         (LAC.next() if that runs past the end)."""

@@ -113,6 +113,7 @@ async def trim_consumed_ledgers(ml: ManagedLedgerImpl) -> None:
             raise
         ml.ledgers_deleted += len(doomed)
     for info in doomed:
+        ml.message_counts.drop(info.ledger_id)
         await ml.reader.drop_ledger(info.ledger_id)
         try:
             await ml.ctx.bookkeeper.delete_ledger(info.ledger_id)

@@ -153,3 +153,18 @@ async def test_million_alternating_acks(harness) -> None:
     c2 = (await f2.open("t/ns/d/holes")).cursors["s"]
     assert len(c2.individually_deleted_ranges()) == cap
     assert c2.store.snapshot_bytes_last < 40_000
+
+
+async def test_backlog_in_messages_with_batch_counts(harness) -> None:
+    f = await harness.new_factory(small_config())
+    ml = await f.open("t/ns/d/msgs")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    pos = [await ml.add_entry(b"b", num_messages=5) for _ in range(12)]  # 12 entries, 60 messages
+    assert ml.number_of_messages == 60
+    assert c.number_of_entries_in_backlog() == 12 and c.number_of_messages_in_backlog() == 60
+    await c.delete([pos[3], pos[4]])
+    assert c.number_of_messages_in_backlog() == 50
+    await c.ack_batch_indexes(pos[6], [0b11000])  # 3 of 5 acked, 2 pending
+    assert c.number_of_entries_in_backlog() == 10 and c.number_of_messages_in_backlog() == 47
+    await c.mark_delete(pos[0])
+    assert c.number_of_messages_in_backlog() == 42
