@@ -53,7 +53,10 @@ def test_missing_config_file_exits_2(tmp_path):
 def test_ready_line_health_lookup_and_sigterm(tmp_path):
     conf = tmp_path / "standalone.conf"
     # the file asks for fixed ports; the flags (port 0) must win
-    conf.write_text("brokerServicePort=1\nwebServicePort=2\nclusterName=standalone\n")
+    conf.write_text(
+        "brokerServicePort=1\nwebServicePort=2\nclusterName=standalone\n"
+        "allowAutoTopicCreationType=partitioned\ndefaultNumPartitions=3\n"
+    )
     proc = StandaloneProcess(tmp_path / "data", config_file=conf)
     ready = proc.start()
     try:
@@ -69,6 +72,10 @@ def test_ready_line_health_lookup_and_sigterm(tmp_path):
         with urllib.request.urlopen(f"{ready.web_url}/metrics", timeout=15) as r:
             metrics = r.read()
         assert b"magnetar_http_requests_total" in metrics and b"magnetar_broker_connections" in metrics
+        # broker settings from the file reach the broker: auto-created topics are partitioned
+        auto = f"{ready.web_url}/admin/v2/persistent/public/default/auto-made/partitions"
+        with urllib.request.urlopen(auto + "?checkAllowAutoCreation=true", timeout=15) as r:
+            assert json.loads(r.read()) == {"partitions": 3}
         assert (tmp_path / "data" / "metadata").is_dir()
         assert (tmp_path / "data" / "bookie").is_dir()
     finally:
