@@ -105,6 +105,7 @@ class ManagedCursorImpl:
         except (ValueError, KeyError, TypeError) as e:
             raise ManagedLedgerStorageError(f"corrupt cursor info for {name}: {e}") from e
         store = CursorStore(ml.ctx, ml.name, name, info, version)
+        await store.claim()
         snap = await store.recover(ml.config.password)
         cursor = cls(ml, name, Position(*snap.mark_delete), store)
         md = snap.mark_delete
@@ -502,5 +503,6 @@ class ManagedCursorImpl:
             if self._persist_task is not None:
                 self._persist_task.cancel()
             self.state = CursorState.CLOSED
+        self._resolve_waiters(self._dirty_seq, CursorAlreadyClosedError(f"cursor {self._name} deleted"))
         if self._store is not None:
             await self._store.delete(self.ml.config)

@@ -25,7 +25,7 @@ A CAS failure on the node means another owner: ManagedLedgerFencedError.
 
 from __future__ import annotations
 
-from magnetar.bookkeeper.api import BKError, NoSuchLedgerError, WriteHandle
+from magnetar.bookkeeper.api import BKError, LedgerFencedError, NoSuchLedgerError, WriteHandle
 from magnetar.managed_ledger.api import (
     ManagedLedgerConfig,
     ManagedLedgerFencedError,
@@ -88,6 +88,11 @@ class CursorStore:
 
     # -- recovery ----------------------------------------------------------------------------
 
+    async def claim(self) -> None:
+        """Rewrite the node with the version recovery read, so a previous owner's next
+        pointer update fails its CAS (it is fenced) instead of ours."""
+        await self._put_info(self.info)
+
     async def recover(self, password: bytes) -> CursorSnapshot:
         info = self.info
         fallback = CursorSnapshot(
@@ -137,6 +142,9 @@ class CursorStore:
                 self.last_entry_id = await h.add_entry(data)
                 self.ledger_entries += 1
                 return
+            except LedgerFencedError as e:
+                # Only a new owner recovering this cursor fences its ledger.
+                raise ManagedLedgerFencedError(f"cursor ledger of {self.path} fenced by another owner") from e
             except BKError:
                 pass  # switch to a new ledger below
         try:

@@ -511,6 +511,8 @@ class ManagedLedgerImpl:
         ):
             return
         fut = asyncio.get_running_loop().create_future()
+        if len(self._waiters) > 1024:
+            self._waiters = [w for w in self._waiters if not w.done()]
         self._waiters.append(fut)
         try:
             await fut

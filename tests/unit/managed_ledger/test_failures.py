@@ -153,3 +153,22 @@ async def test_fenced_error_from_bk_maps(harness) -> None:
     harness.bk.faults.fail_add(1, LedgerFencedError("scripted"))
     with pytest.raises(ManagedLedgerFencedError):
         await ml.add_entry(b"x")
+
+
+async def test_old_owner_cursor_is_fenced_new_owner_keeps_acking(harness) -> None:
+    f1 = await harness.new_factory()
+    ml1 = await f1.open("t/ns/d/cursor-owner")
+    c1 = await ml1.open_cursor("s", InitialPosition.EARLIEST)
+    pos = [await ml1.add_entry(b"%d" % i) for i in range(6)]
+    await c1.delete([pos[0]])
+    f2 = await harness.new_factory()
+    ml2 = await f2.open("t/ns/d/cursor-owner")
+    c2 = ml2.cursors["s"]
+    assert c2.mark_delete_position == pos[0]
+    with pytest.raises(ManagedLedgerFencedError):
+        await c1.delete([pos[1]])
+    await c2.delete([pos[2]])
+    await c2.mark_delete(pos[1])
+    f3 = await harness.new_factory()
+    c3 = (await f3.open("t/ns/d/cursor-owner")).cursors["s"]
+    assert c3.mark_delete_position == pos[2]
