@@ -134,6 +134,16 @@ def _import_client():
     return pulsar
 
 
+def _new_client(pulsar, service_url: str):
+    # The C++ client logs INFO lines to stdout by default; route them through Python logging
+    # at WARNING so the report lines stay readable.
+    import logging
+
+    log = logging.getLogger("pulsar-client")
+    log.setLevel(logging.WARNING)
+    return pulsar.Client(service_url, operation_timeout_seconds=30, logger=log)
+
+
 def _report_loop(label: str, stats: IntervalStats, args: argparse.Namespace, done: Callable[[], bool]) -> int:
     start = last = time.monotonic()
     total = total_bytes = 0
@@ -164,7 +174,7 @@ def run_produce(args: argparse.Namespace) -> int:
     if pulsar is None:
         return 2
     topics = _topics(args)
-    client = pulsar.Client(args.service_url, operation_timeout_seconds=30)
+    client = _new_client(pulsar, args.service_url)
     stats = IntervalStats(random.Random(1))
     stop = threading.Event()
     sent = [0]
@@ -226,7 +236,7 @@ def run_consume(args: argparse.Namespace) -> int:
     if pulsar is None:
         return 2
     topics = _topics(args)
-    client = pulsar.Client(args.service_url, operation_timeout_seconds=30)
+    client = _new_client(pulsar, args.service_url)
     stats = IntervalStats(random.Random(2))
     stop = threading.Event()
     received = [0]
