@@ -103,6 +103,7 @@ class _Pending:
     data: bytes
     future: asyncio.Future[JournalPosition]
     on_durable: Callable[[], None] | None = None
+    seq: int = 0
 
 
 @dataclass(slots=True)
@@ -197,6 +198,9 @@ class Journal:
         self._in_flight = 0
         self.broken: BaseException | None = None
         self.synced_position = START
+        # Records are numbered as they are enqueued; synced_count: every record up to it is durable.
+        self.enqueued_count = 0
+        self.synced_count = 0
         self.stats = {"groups": 0, "records": 0, "bytes": 0, "fsyncs": 0}
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -324,7 +328,8 @@ class Journal:
         if self.broken is not None:
             raise BookieError(f"journal is broken: {self.broken}")
         fut: asyncio.Future[JournalPosition] = asyncio.get_running_loop().create_future()
-        item = _Pending(record.encode(), fut, on_durable)
+        self.enqueued_count += 1
+        item = _Pending(record.encode(), fut, on_durable, self.enqueued_count)
         try:
             self._queue.put_nowait(item)
         except asyncio.QueueFull:
@@ -363,6 +368,7 @@ class Journal:
                     except Exception:  # a bug there must not stop the journal
                         log.exception("journal on_durable callback failed")
             self.synced_position = pos
+            self.synced_count = batch[-1].seq
             for p in batch:
                 if not p.future.done():
                     p.future.set_result(pos)

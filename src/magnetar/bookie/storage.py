@@ -159,6 +159,7 @@ class LedgerStorage:
         self.index: IndexStore | None = None
         self.ledgers: dict[int, LedgerState] = {}
         self._dirty: set[int] = set()
+        self._deleted_at: dict[int, int] = {}  # deleted ledger -> journal enqueue count at deletion
         self._active = WriteCache()
         self._flushing: WriteCache | None = None
         self._read_cache = ReadCache(config.read_cache_max_size_bytes)
@@ -224,7 +225,10 @@ class LedgerStorage:
         if raw_mark is not None:
             self.mark = JournalPosition.decode(raw_mark)
         for key, value in self.index.scan(LEDGER_PREFIX, LEDGER_PREFIX + b"\xff" * 9):
-            self.ledgers[int.from_bytes(key[1:9], "big")] = LedgerState.decode(value)
+            lid = int.from_bytes(key[1:9], "big")
+            st = self.ledgers[lid] = LedgerState.decode(value)
+            if st.deleted:  # pruned at the first checkpoint after the replay
+                self._deleted_at[lid] = 0
         self.entry_logger.open()
 
     async def aclose(self) -> None:
@@ -295,6 +299,7 @@ class LedgerStorage:
         st = self.ledgers.get(ledger_id)
         if st is None or st.deleted:
             st = self.ledgers[ledger_id] = LedgerState(master_key=master_key)
+            self._deleted_at.pop(ledger_id, None)
             self._dirty.add(ledger_id)
             return st, True
         if st.master_key != master_key:
@@ -484,6 +489,7 @@ class LedgerStorage:
         async with self._checkpoint_lock:
             # --- one synchronous step: the mark and the cache swap agree ---
             mark = replay_mark if replay_mark is not None else self.journal.synced_position
+            synced_count = self.journal.synced_count
             if mark < self.mark:
                 mark = self.mark
             cache = self._active
@@ -504,6 +510,8 @@ class LedgerStorage:
                 self._flushing = None
                 self._cache_room.set()
             self.mark = mark
+            if replay_mark is None:
+                await self._prune_deleted(synced_count)
         await self.journal.delete_files_before(mark)
         return mark
 
@@ -539,6 +547,7 @@ class LedgerStorage:
         if st is None or st.deleted:
             return False
         st.deleted = True
+        self._deleted_at[ledger_id] = self.journal.enqueued_count
         self._dirty.discard(ledger_id)
         self._active.delete_ledger(ledger_id)
         if self._flushing is not None:
@@ -547,6 +556,24 @@ class LedgerStorage:
         self._lac.notify(ledger_id, -1)
         await self.storage_executor.run(self._delete_sync, ledger_id, st.encode())
         return True
+
+    async def _prune_deleted(self, synced_count: int) -> None:
+        """Drop deleted-ledger markers once the checkpoint mark is past every journal record
+        enqueued before the deletion: a replay can no longer bring those ledgers back."""
+        done = [lid for lid, seq in self._deleted_at.items() if seq <= synced_count]
+        done = [lid for lid in done if (st := self.ledgers.get(lid)) is not None and st.deleted]
+        if not done:
+            return
+        batch = Batch()
+        for lid in done:
+            batch.delete(ledger_key(lid))
+        assert self.index is not None
+        await self.storage_executor.run(self.index.write, batch)
+        for lid in done:
+            self._deleted_at.pop(lid, None)
+            st = self.ledgers.get(lid)
+            if st is not None and st.deleted:
+                del self.ledgers[lid]
 
     def _delete_sync(self, ledger_id: int, state: bytes) -> None:
         assert self.index is not None

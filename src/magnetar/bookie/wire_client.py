@@ -169,6 +169,8 @@ class WireBookieClient:
             fut: asyncio.Future[wire.Response] = loop.create_future()
             conn.pending[rid] = fut
             try:
+                if conn.broken is not None:  # lost between the check and now
+                    raise BookieUnavailableError(f"connection to {self._bookie_id} lost", self._bookie_id)
                 conn.writer.write(wire.encode(make(rid)))
                 if conn.writer.transport.get_write_buffer_size() > 4 * 1024 * 1024:
                     async with conn.drain_lock:

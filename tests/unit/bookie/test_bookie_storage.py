@@ -255,3 +255,37 @@ async def test_fence_racing_with_adds_every_acked_add_is_visible_to_the_fencer(t
 
 def parse_last(data: bytes) -> int:
     return decode_entry(data)[0].entry_id
+
+
+async def test_deleted_ledger_stays_deleted_across_a_crash_and_its_marker_is_pruned(tmp_path):
+    from magnetar.bookie.index import ledger_key
+
+    s = await open_storage(tmp_path)
+    for i in range(5):
+        await s.add_entry(1, i, KEY, entry(1, i))
+        await s.add_entry(2, i, KEY, entry(2, i))
+    assert await s.delete_ledger(1)
+    # crash before any checkpoint: the journal still holds ledger 1's adds
+    await s.journal.aclose()
+    await s.supervisor.aclose()
+    s.index.close()
+    s2 = await open_storage(tmp_path)
+    try:
+        with pytest.raises(NoSuchLedgerError):
+            await s2.read_entry(1, 0)  # the replay did not bring it back
+        assert await s2.read_entry(2, 4) == entry(2, 4)
+        assert 1 in s2.ledgers and s2.ledgers[1].deleted
+        await s2.add_entry(2, 5, KEY, entry(2, 5))
+        await s2.checkpoint()  # the mark is past every record of ledger 1: marker goes
+        assert 1 not in s2.ledgers
+        assert s2.index.get(ledger_key(1)) is None
+        assert s2.ledger_ids() == [2]
+    finally:
+        await s2.aclose()
+    s3 = await open_storage(tmp_path)
+    try:
+        with pytest.raises(NoSuchLedgerError):
+            await s3.read_entry(1, 0)
+        assert await s3.read_entry(2, 5) == entry(2, 5)
+    finally:
+        await s3.aclose()
