@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.bookkeeper.api import BKError
 from magnetar.managed_ledger.api import ManagedLedgerError, Position
+from magnetar.managed_ledger.context import timed_lock
 from magnetar.managed_ledger.state import MLState
 
 if TYPE_CHECKING:
@@ -93,9 +94,7 @@ def _ledgers_to_delete(ml: ManagedLedgerImpl) -> list:
 
 
 async def trim_consumed_ledgers(ml: ManagedLedgerImpl) -> None:
-    from magnetar.managed_ledger.ledger import _timed_lock
-
-    async with _timed_lock(ml.op_lock):
+    async with timed_lock(ml.op_lock):
         if ml.state in (MLState.CLOSED, MLState.FENCED, MLState.NONE):
             return
         doomed = _ledgers_to_delete(ml)

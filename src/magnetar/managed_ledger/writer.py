@@ -1,0 +1,305 @@
+"""The write path of a managed ledger: pipelined adds, rollover, failure handling.
+
+Theory of operation
+-------------------
+:class:`LedgerWriter` is the half of :class:`~magnetar.managed_ledger.ledger.ManagedLedgerImpl`
+that appends (a mixin: the state lives on the managed ledger, see ``ledger.py``).
+
+Adds are pipelined.  While a write handle is open, nothing is queued and the
+ledger has room, an add goes straight to ``handle.add_entry`` in the caller's
+task: issue order = call order, and BookKeeper completes in issue order.  When
+there is no writable handle (rolling over, creating a ledger) adds wait in a
+queue kept in call-sequence order; when the next ledger is ready the queue is
+issued in order by one task per add, and until those tasks have all started
+new adds take the same path, so nothing overtakes.  An add waiting for a
+ledger gives up after ``add_entry_timeout_ms`` (it was never issued, so it
+is not written).
+
+Rollover: a ledger is full once it has been *given* ``max_entries_per_ledger``
+entries or ``max_size_per_ledger_bytes`` bytes (counting adds in flight) and
+is at least ``min_ledger_rollover_time_ms`` old, or is older than
+``max_ledger_rollover_time_ms``.  Then the state becomes ClosingLedger:
+in-flight adds drain, the handle is closed, the ledger's final entry count and
+size go into the list, a new ledger is created and appended to the list (CAS),
+and the queue is issued.
+
+Failure: an add failing with LedgerFencedError means somebody else recovered
+our ledger: Fenced, every waiting add fails with ManagedLedgerFencedError.
+Any other BookKeeper error fails that add (and, as BookKeeper fails every
+later add on a broken handle, the ones after it) with the retriable
+ManagedLedgerStorageError, and the ledger is rolled: closed at its LAC (so
+the failed entries are not part of it) and replaced.  A caller that retries
+gets a new position; no entry is in the log twice and positions only grow.
+If creating the next ledger fails the state is WriteFailed and the next add
+tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from magnetar.bookkeeper.api import BKError, LedgerFencedError, WriteHandle
+from magnetar.managed_ledger.api import (
+    ManagedLedgerClosedError,
+    ManagedLedgerError,
+    ManagedLedgerFencedError,
+    ManagedLedgerStorageError,
+    ManagedLedgerTerminatedError,
+    Position,
+)
+from magnetar.managed_ledger.context import DRAIN_TIMEOUT_S, MAX_QUEUED_ADDS, quiet, timed_lock
+from magnetar.managed_ledger.state import MLState, is_terminal
+
+
+class AddOp:
+    __slots__ = ("seq", "data", "future", "issued", "num_messages")
+
+    def __init__(self, seq: int, data: bytes, future: asyncio.Future[Position], num_messages: int) -> None:
+        self.seq = seq
+        self.data = data
+        self.future = future
+        self.issued = False
+        self.num_messages = num_messages
+
+
+class LedgerWriter:
+    # -- adds -----------------------------------------------------------------------------------
+
+    async def add_entry(self, data: bytes, *, num_messages: int = 1) -> Position:
+        """Append; pipelined calls complete in call order.  ``num_messages`` (the batch size
+        from the entry's metadata, if the caller knows it) feeds the message counters."""
+        handle = self._handle
+        if (
+            self.state is MLState.LEDGER_OPENED
+            and not self._queue
+            and not self._unstarted
+            and handle is not None
+            and not self._full_before_issue()
+        ):
+            self._issued_entries += 1
+            self._issued_bytes += len(data)
+            self._inflight += 1
+            self._drained.clear()
+            try:
+                entry_id = await handle.add_entry(data)
+            except BKError as e:
+                raise self._add_failed(handle, e) from e
+            finally:
+                self._inflight -= 1
+                if not self._inflight:
+                    self._drained.set()
+            return self._add_done(handle.ledger_id, entry_id, data, num_messages)
+        return await self._add_slow(data, num_messages)
+
+    async def _add_slow(self, data: bytes, num_messages: int) -> Position:
+        self._check_writable()
+        if len(self._queue) + self._unstarted >= MAX_QUEUED_ADDS:
+            raise ManagedLedgerStorageError(f"{self._name}: too many pending adds ({MAX_QUEUED_ADDS})")
+        op = AddOp(next(self._seq), data, asyncio.get_running_loop().create_future(), num_messages)
+        if self.state is MLState.LEDGER_OPENED and self._full_before_issue() and not self._rolling:
+            self._start_roll()
+        if self.state is MLState.LEDGER_OPENED and self._handle is not None and not self._queue:
+            self._issue(op, self._handle)
+        else:
+            self._queue.append(op)
+            if self.state is MLState.WRITE_FAILED and not self._rolling:
+                self._start_roll()
+        timeout_s = self.config.add_entry_timeout_ms / 1000
+        try:
+            return await asyncio.wait_for(asyncio.shield(op.future), timeout_s)
+        except TimeoutError:
+            if not op.issued:
+                op.future.cancel()
+                raise ManagedLedgerStorageError(f"{self._name}: add timed out waiting for a ledger") from None
+            return await op.future
+
+    def _check_writable(self) -> None:
+        st = self.state
+        if st is MLState.TERMINATED:
+            raise ManagedLedgerTerminatedError(f"{self._name} is terminated")
+        if st is MLState.FENCED:
+            raise ManagedLedgerFencedError(f"{self._name} is fenced")
+        if st is MLState.CLOSED or st is MLState.NONE:
+            raise ManagedLedgerClosedError(f"{self._name} is closed")
+
+    def _issue(self, op: AddOp, handle: WriteHandle) -> None:
+        self._unstarted += 1
+        self.ctx.supervisor.spawn(self._run_op(op, handle), name="add")
+
+    async def _run_op(self, op: AddOp, handle: WriteHandle) -> None:
+        self._unstarted -= 1
+        if op.future.done():  # timed out while queued
+            return
+        if self.state is MLState.LEDGER_OPENED and self._full_before_issue() and not self._rolling:
+            self._start_roll()
+        if self._handle is not handle or self.state is not MLState.LEDGER_OPENED:
+            self._requeue(op)
+            return
+        op.issued = True
+        self._issued_entries += 1
+        self._issued_bytes += len(op.data)
+        self._inflight += 1
+        self._drained.clear()
+        try:
+            entry_id = await handle.add_entry(op.data)
+        except BKError as e:
+            if not op.future.done():
+                op.future.set_exception(self._add_failed(handle, e))
+            return
+        finally:
+            self._inflight -= 1
+            if not self._inflight:
+                self._drained.set()
+        pos = self._add_done(handle.ledger_id, entry_id, op.data, op.num_messages)
+        if not op.future.done():
+            op.future.set_result(pos)
+
+    def _requeue(self, op: AddOp) -> None:
+        q = self._queue
+        i = len(q)
+        while i > 0 and q[i - 1].seq > op.seq:
+            i -= 1
+        q.insert(i, op)
+        if is_terminal(self.state) or self.state is MLState.TERMINATED:
+            self._fail_queue(self._state_error())
+
+    def _add_done(self, ledger_id: int, entry_id: int, data: bytes, num_messages: int) -> Position:
+        lst = self.ledger_list
+        pos = Position(ledger_id, entry_id)
+        if ledger_id == lst.current_id:
+            lst.current_entries = entry_id + 1
+            lst.current_size += len(data)
+        if pos > lst.last_confirmed:
+            lst.last_confirmed = pos
+        self.entries_added += 1
+        self.messages_added += num_messages
+        self.message_counts.record(ledger_id, entry_id, num_messages)
+        self.ctx.cache.put(ledger_id, entry_id, data)
+        if self._waiters:
+            self._wake_waiters()
+        if self.state is MLState.LEDGER_OPENED and not self._rolling and self._ledger_full():
+            self._start_roll()
+        return pos
+
+    def _add_failed(self, handle: WriteHandle, e: BKError) -> ManagedLedgerError:
+        if isinstance(e, LedgerFencedError):
+            self._fence()
+            return ManagedLedgerFencedError(
+                f"{self._name}: ledger {handle.ledger_id} fenced by another owner"
+            )
+        if self._handle is handle and self.state is MLState.LEDGER_OPENED and not self._rolling:
+            self._start_roll()
+        return ManagedLedgerStorageError(f"{self._name}: add to ledger {handle.ledger_id} failed: {e!r}")
+
+    def _full_before_issue(self) -> bool:
+        """The current ledger has been given its share of entries/bytes (counting adds still
+        in flight), and the minimum rollover time has passed: the next add goes to a new ledger."""
+        c = self.config
+        if (
+            self._issued_entries < c.max_entries_per_ledger
+            and self._issued_bytes < c.max_size_per_ledger_bytes
+        ):
+            return False
+        return (
+            self.ctx.clock.monotonic() - self._ledger_created_mono
+        ) * 1000 >= c.min_ledger_rollover_time_ms
+
+    def _ledger_full(self) -> bool:
+        c, lst = self.config, self.ledger_list
+        age_ms = (self.ctx.clock.monotonic() - self._ledger_created_mono) * 1000
+        if age_ms >= c.max_ledger_rollover_time_ms and lst.current_entries > 0:
+            return True
+        full = (
+            lst.current_entries >= c.max_entries_per_ledger or lst.current_size >= c.max_size_per_ledger_bytes
+        )
+        return full and age_ms >= c.min_ledger_rollover_time_ms
+
+    def check_rollover_by_time(self) -> None:
+        """Roll a ledger older than the maximum rollover time (called periodically)."""
+        if self.state is MLState.LEDGER_OPENED and not self._rolling and self._ledger_full():
+            self._start_roll()
+
+    # -- rollover ------------------------------------------------------------------------------
+
+    def _start_roll(self) -> None:
+        self._rolling = True
+        if self.state is MLState.LEDGER_OPENED:
+            self._set_state(MLState.CLOSING_LEDGER)
+        self.ctx.supervisor.spawn(self._roll(), name="rollover")
+
+    async def _roll(self) -> None:
+        try:
+            async with timed_lock(self._op_lock):
+                if self.state is MLState.CLOSING_LEDGER:
+                    await self._close_current_ledger()
+                    self._set_state(MLState.CREATING_LEDGER)
+                elif self.state is MLState.WRITE_FAILED:
+                    self._set_state(MLState.CREATING_LEDGER)
+                else:
+                    return
+                try:
+                    await self._create_and_record_ledger()
+                except ManagedLedgerError as e:
+                    if self.state is MLState.CREATING_LEDGER:
+                        self._set_state(MLState.WRITE_FAILED)
+                    self._fail_queue(e)
+                    return
+                if self.state is not MLState.CREATING_LEDGER:
+                    return
+                self._set_state(MLState.LEDGER_OPENED)
+                self._flush_queue()
+        finally:
+            self._rolling = False
+
+    async def _close_current_ledger(self) -> None:
+        """Drain in-flight adds, close the write handle, fix the ledger's entry in the list."""
+        handle = self._handle
+        if handle is None:
+            return
+        try:
+            await asyncio.wait_for(self._drained.wait(), DRAIN_TIMEOUT_S)
+        except TimeoutError:
+            pass
+        await quiet(handle.close())
+        lst = self.ledger_list
+        info = lst.get(handle.ledger_id)
+        if info is not None:
+            lst.set(
+                replace(
+                    info,
+                    entries=lst.current_entries,
+                    size_bytes=lst.current_size,
+                    timestamp_ms=self.ctx.clock.time_ms(),
+                )
+            )
+        lst.current_id = -1
+        lst.current_entries = lst.current_size = 0
+        self._handle = None
+
+    def _flush_queue(self) -> None:
+        handle = self._handle
+        queue, self._queue = self._queue, []
+        for op in queue:
+            if not op.future.done():
+                self._issue(op, handle)
+
+    def _fail_queue(self, error: Exception) -> None:
+        queue, self._queue = self._queue, []
+        for op in queue:
+            if not op.future.done():
+                op.future.set_exception(error)
+
+    def _state_error(self) -> ManagedLedgerError:
+        try:
+            self._check_writable()
+        except ManagedLedgerError as e:
+            return e
+        return ManagedLedgerStorageError(f"{self._name}: not writable ({self.state.value})")
+
+    def _fence(self) -> None:
+        if self.state in (MLState.FENCED, MLState.CLOSED):
+            return
+        self._set_state(MLState.FENCED)
+        self._fail_queue(ManagedLedgerFencedError(f"{self._name} is fenced"))
+        self._wake_waiters()
