@@ -174,6 +174,7 @@ class _Connection:
         self._slots = asyncio.Semaphore(max_in_flight)
         self._supervisor = supervisor
         self._drain_lock = asyncio.Lock()
+        self._out = wire.WriteCoalescer(self._write_now, asyncio.get_running_loop().call_soon)
         self._handlers: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
@@ -234,10 +235,14 @@ class _Connection:
         finally:
             self._slots.release()
 
+    def _write_now(self, data: bytes) -> None:
+        if not self._writer.is_closing():
+            self._writer.write(data)
+
     async def _send(self, resp: wire.Response) -> None:
         if self._writer.is_closing():
             return
-        self._writer.write(wire.encode(resp))
+        self._out.write(wire.encode(resp))
         transport = self._writer.transport
         if transport.get_write_buffer_size() > _WRITE_BUFFER_HIGH_BYTES:
             async with self._drain_lock:

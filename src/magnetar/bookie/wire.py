@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from magnetar.bookie.api import BadRequestError, BookieErrorCode
@@ -344,3 +345,32 @@ def _decode_response(kind: Op, rid: int, body: memoryview) -> Response:
     if _INFO.size + n != len(rest):
         raise ValueError("bookie id length does not match the frame")
     return InfoResponse(rid, bytes(rest[_INFO.size :]).decode(), total, free, bool(ro))
+
+
+class WriteCoalescer:
+    """Frames written in one event-loop iteration go out in one ``write`` (one syscall).
+
+    Pipelined requests and their responses arrive in bursts; joining each burst
+    saves a send per frame.  ``sink`` is a transport's or StreamWriter's ``write``.
+    """
+
+    def __init__(
+        self, sink: Callable[[bytes], object], call_soon: Callable[[Callable[[], None]], object]
+    ) -> None:
+        self._sink = sink
+        self._call_soon = call_soon
+        self._frames: list[bytes] = []
+        self._scheduled = False
+
+    def write(self, frame: bytes) -> None:
+        self._frames.append(frame)
+        if not self._scheduled:
+            self._scheduled = True
+            self._call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if self._frames:
+            data = self._frames[0] if len(self._frames) == 1 else b"".join(self._frames)
+            self._frames.clear()
+            self._sink(data)

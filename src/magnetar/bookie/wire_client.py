@@ -56,6 +56,11 @@ class _Conn:
         self.broken: BaseException | None = None
         self.reader_task: asyncio.Task[None] | None = None
         self.drain_lock = asyncio.Lock()
+        self.out = wire.WriteCoalescer(self._write, asyncio.get_running_loop().call_soon)
+
+    def _write(self, data: bytes) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(data)
 
     def fail_all(self, exc: BaseException) -> None:
         if self.broken is None:
@@ -171,7 +176,7 @@ class WireBookieClient:
             try:
                 if conn.broken is not None:  # lost between the check and now
                     raise BookieUnavailableError(f"connection to {self._bookie_id} lost", self._bookie_id)
-                conn.writer.write(wire.encode(make(rid)))
+                conn.out.write(wire.encode(make(rid)))
                 if conn.writer.transport.get_write_buffer_size() > 4 * 1024 * 1024:
                     async with conn.drain_lock:
                         await asyncio.wait_for(conn.writer.drain(), max(0.001, deadline - loop.time()))
