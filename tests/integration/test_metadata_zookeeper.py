@@ -106,6 +106,8 @@ async def test_server_down_past_session_timeout(zookeeper_server, zk_stores) -> 
     a, b = await zk_stores("/server-down"), await zk_stores("/server-down")
     a_events: list[SessionEvent] = []
     a.add_session_listener(a_events.append)
+    b_events: list[SessionEvent] = []
+    b.add_session_listener(b_events.append)
     lock_a = DistributedLock(a, "/locks/l", b"a")
     await lock_a.acquire()
     await a.put("/eph/a", b"", ephemeral=True)
@@ -122,6 +124,8 @@ async def test_server_down_past_session_timeout(zookeeper_server, zk_stores) -> 
 
     # Back up: A ends up on a new session, its old ephemerals are gone for B, B can take the lock.
     await wait_until(lambda: a.session_id not in ("", old_session), "A on a new session", timeout_s=30)
+    # B was cut off as long as A: it too lost its session and comes back on a new one.
+    await wait_until(lambda: SessionEvent.CONNECTED in b_events, "B on a new session", timeout_s=30)
     await wait_until_async(lambda: _gone(b, "/eph/a"), "A's old ephemeral to vanish", timeout_s=30)
     lock_b = DistributedLock(b, "/locks/l", b"b")
     await lock_b.acquire(timeout_ms=30_000)

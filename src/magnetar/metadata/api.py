@@ -167,6 +167,8 @@ class MetadataStore(Protocol):
 
     def add_session_listener(self, listener: SessionListener) -> None: ...
 
+    def remove_session_listener(self, listener: SessionListener) -> None: ...
+
     @property
     def session_id(self) -> str:
         """Identity of this store's session (owner of our ephemeral nodes)."""

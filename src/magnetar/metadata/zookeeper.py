@@ -123,6 +123,7 @@ class ZKMetadataStore:
         self._lost_reported_sid: int | None = None
         self._suspend_timer: TimerHandle | None = None
         self._restarting = False
+        self._restart_task: asyncio.Task[None] | None = None
         self._seen_connected = False
         self._last_sid: int | None = None  # kazoo hides client_id while not connected
 
@@ -217,13 +218,27 @@ class ZKMetadataStore:
         except Exception as e:
             raise translate_error(e, path) from e
 
+    async def _read(self, path: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Reads are idempotent: retry ConnectionLoss (a reconnect, a session restart) until the
+        operation timeout.  Writes are never retried here: their outcome is unknown."""
+        deadline = self._loop.time() + self.operation_timeout_ms / 1000
+        delay_s = 0.02
+        while True:
+            try:
+                return await self._call(path, method, *args, **kwargs)
+            except api.ConnectionLoss:
+                if self._loop.time() + delay_s > deadline:
+                    raise
+            await self._clock.sleep(delay_s)
+            delay_s = min(delay_s * 2, 0.5)
+
     # -- MetadataStore ---------------------------------------------------------------------------
 
     async def get(self, path: str) -> GetResult | None:
         validate_path(path)
         for _ in range(2):
             try:
-                value, zs = await self._call(path, "get_async", path, watch=self._data_watch)
+                value, zs = await self._read(path, "get_async", path, watch=self._data_watch)
             except api.NotFound:
                 # Arm a watch so we hear when it appears (Pulsar's cache relies on this).
                 if await self.exists(path) is None:
@@ -234,13 +249,13 @@ class ZKMetadataStore:
 
     async def exists(self, path: str) -> Stat | None:
         validate_path(path)
-        zs = await self._call(path, "exists_async", path, watch=self._data_watch)
+        zs = await self._read(path, "exists_async", path, watch=self._data_watch)
         return None if zs is None else to_stat(path, zs)
 
     async def children(self, path: str) -> list[str]:
         validate_path(path)
         try:
-            names = await self._call(path, "get_children_async", path, watch=self._child_watch)
+            names = await self._read(path, "get_children_async", path, watch=self._child_watch)
         except api.NotFound:
             await self.exists(path)
             return []

@@ -151,17 +151,20 @@ class DistributedLock:
         """Takes the lock, waiting up to ``timeout_ms`` for the holder to go; LockBusy otherwise."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
+        quick_retries = 0
         while True:
             self._changed.clear()
             if await self.try_acquire():
                 return
             current = await self.store.get(self.path)  # arms the watch on the holder's node
             remaining = deadline - loop.time()
-            if current is not None and remaining <= 0:
-                holder = current.stat.ephemeral_owner
-                raise LockBusy(f"lock {self.path} is held by session {holder}")
-            if current is None:
+            if current is None and quick_retries < 3:
+                quick_retries += 1
                 continue  # released between our put and our get: try again at once
+            if remaining <= 0:
+                holder = current.stat.ephemeral_owner if current is not None else "(just released)"
+                raise LockBusy(f"lock {self.path} is held by session {holder}")
+            quick_retries = 0
             try:
                 await asyncio.wait_for(self._changed.wait(), min(remaining, RECHECK_INTERVAL_MS / 1000))
             except TimeoutError:
