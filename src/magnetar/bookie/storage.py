@@ -201,6 +201,14 @@ class LedgerStorage:
         """Load the index, replay the journal; returns the number of records replayed."""
         if self.state != StorageState.NEW:
             raise BookieError("storage already opened")
+        if len(self.config.ledger_directories) > 1:
+            log.warning(
+                "bookie %s: %d ledger directories configured; entry logs and index use only %s "
+                "(the others hold cookies and are disk-checked)",
+                self.bookie_id,
+                len(self.config.ledger_directories),
+                self.paths.ledger_dir,
+            )
         await self.storage_executor.run(self._open_sync)
         start_mark = self.mark
         self._replayed_to = start_mark

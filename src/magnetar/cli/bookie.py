@@ -62,7 +62,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for key in cfg.unknown_keys():
         logging.getLogger("magnetar.bookie").info("ignoring unknown configuration key %s", key)
-    return asyncio.run(_serve(cfg, args.metadata_url))
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(_serve(cfg, args.metadata_url))
+
+
+def _loop_factory():  # type: ignore[no-untyped-def]
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 async def _serve(cfg, metadata_url: str) -> int:  # type: ignore[no-untyped-def]
