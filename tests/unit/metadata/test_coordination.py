@@ -163,3 +163,21 @@ async def test_election_hands_over_on_close_and_on_session_expiry() -> None:
     for e in elections:
         await e.close()
     assert await sessions[new].exists("/loadbalance/leader") is None
+
+
+async def test_lock_takes_over_its_own_node_after_a_lost_answer() -> None:
+    from magnetar.metadata.api import ConnectionLoss
+    from magnetar.testing.faults import FaultPlan
+    from magnetar.testing.metadata_faults import FaultInjectingMetadataStore
+
+    plan = FaultPlan()
+    plan.drop("put", "/l", times=1)
+    server = MemoryMetadataServer()
+    store = FaultInjectingMetadataStore(server.session(), plan)
+    with pytest.raises(ConnectionLoss):
+        await DistributedLock(store, "/l", b"me").acquire()
+    lock = DistributedLock(store, "/l", b"me")
+    await lock.acquire()
+    assert lock.held
+    other = DistributedLock(server.session(), "/l", b"me")
+    assert not await other.try_acquire(), "another session never takes over"

@@ -26,7 +26,8 @@ Loss detection: a SESSION_LOST session event while HELD, or a DELETED
 notification on our path after which the node is gone or belongs to another
 session (checked with ``exists``, which also re-arms the ZooKeeper watch).
 One DistributedLock per path per session: two lock objects of one session
-cannot tell their nodes apart.
+cannot tell their nodes apart -- acquire takes over a node that our session
+already owns with our value (the answer to our create was lost).
 """
 
 from __future__ import annotations
@@ -142,7 +143,12 @@ class DistributedLock:
         try:
             stat = await self.store.put(self.path, self.value, -1, ephemeral=True)
         except AlreadyExists:
-            return False
+            # Ours already?  An earlier attempt of this session whose answer was lost
+            # (connection loss after the create): take it over, as Pulsar's lock manager does.
+            got = await self.store.get(self.path)
+            if got is None or got.stat.ephemeral_owner != owner or got.value != self.value:
+                return False
+            stat = got.stat
         self._stat, self._owner = stat, stat.ephemeral_owner or owner
         self._set_state(LockState.HELD)
         return True
