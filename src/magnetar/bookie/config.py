@@ -33,6 +33,7 @@ BK_KEYS: dict[str, str] = {
     "journal_queue_size": "journalQueueSize",
     "write_cache_max_size_mb": "dbStorage_writeCacheMaxSizeMb",
     "read_cache_max_size_mb": "dbStorage_readAheadCacheMaxSizeMb",
+    "read_ahead_batch_size": "dbStorage_readAheadCacheBatchSize",
     "entry_log_size_limit_bytes": "logSizeLimit",
     "flush_interval_ms": "flushInterval",
     "gc_wait_time_ms": "gcWaitTime",
@@ -67,6 +68,7 @@ class BookieConfig:
     # DbLedgerStorage
     write_cache_max_size_mb: int = 64
     read_cache_max_size_mb: int = 16
+    read_ahead_batch_size: int = 100  # entries read ahead on a read-cache miss (1 = off)
     entry_log_size_limit_bytes: int = 1024 * 1024 * 1024
     flush_interval_ms: int = 60_000
     # garbage collection / compaction

@@ -191,6 +191,32 @@ class EntryLogger:
             )
         return entry.data
 
+    def read_run(
+        self, loc: Location, ledger_id: int, entry_id: int, max_bytes: int, max_entries: int
+    ) -> list[LoggedEntry]:
+        """The entry at ``loc`` plus the entries of the same ledger that follow it in the
+        log (ids +1, +2, ...), from one read of up to ``max_bytes``: read-ahead."""
+        raw = self._disk.read_at(self.path(loc.log_id), loc.offset, max(loc.length, max_bytes))
+        first = _decode(raw[: loc.length], loc)
+        if first.ledger_id != ledger_id or first.entry_id != entry_id:
+            raise EntryLogCorruption(
+                f"log {loc.log_id} offset {loc.offset} holds {first.ledger_id}:{first.entry_id}, "
+                f"expected {ledger_id}:{entry_id}"
+            )
+        out = [first]
+        pos = loc.length
+        while len(out) < max_entries and pos + RECORD_OVERHEAD <= len(raw):
+            length, _crc, lid, eid = _REC.unpack_from(raw, pos)
+            total = 8 + length
+            if lid != ledger_id or eid != out[-1].entry_id + 1 or pos + total > len(raw) or length < 16:
+                break
+            try:
+                out.append(_decode(raw[pos : pos + total], Location(loc.log_id, loc.offset + pos, total)))
+            except EntryLogCorruption:
+                break
+            pos += total
+        return out
+
     def scan(self, log_id: int) -> Iterator[LoggedEntry]:
         """Every intact record of a log, in order (stops at a torn tail)."""
         buf = self._disk.read_all(self.path(log_id))

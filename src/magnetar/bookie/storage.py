@@ -86,6 +86,7 @@ from magnetar.runtime import BlockingExecutor, Clock, RealClock, TaskSupervisor
 log = logging.getLogger(__name__)
 
 _CACHE_ROOM_TIMEOUT_S = 10.0  # BK dbStorage_maxThrottleTimeMs
+_READ_AHEAD_BYTES = 256 * 1024  # one read on a cache miss; following entries go to the read cache
 
 
 class StorageState(enum.Enum):
@@ -421,16 +422,20 @@ class LedgerStorage:
         data = self._cached(ledger_id, entry_id)
         if data is not None:
             return data
+        run = None
         for _attempt in range(2):  # compaction may move the entry between lookup and read
             try:
-                data = await self.read_executor.run(self._read_sync, ledger_id, entry_id)
+                run = await self.read_executor.run(self._read_sync, ledger_id, entry_id)
             except FileNotFoundError:
                 continue
             except EntryLogCorruption as exc:
                 raise BookieError(f"stored entry is corrupt: {exc}", self.bookie_id) from None
             break
-        else:
-            data = None
+        if run:
+            data = run[0][1]
+            for eid, ahead in run[1:]:
+                if self._active.get(ledger_id, eid) is None:
+                    self._read_cache.put(ledger_id, eid, ahead)
         if data is None:
             data = self._cached(ledger_id, entry_id)  # flushed or compacted while we looked
         if data is None:
@@ -446,12 +451,24 @@ class LedgerStorage:
             data = self._read_cache.get(ledger_id, entry_id)
         return data
 
-    def _read_sync(self, ledger_id: int, entry_id: int) -> bytes | None:
+    def _read_sync(self, ledger_id: int, entry_id: int) -> list[tuple[int, bytes]] | None:
+        """The entry, then read-ahead entries that the index confirms live where they were read."""
         assert self.index is not None
         raw = self.index.get(entry_key(ledger_id, entry_id))
         if raw is None:
             return None
-        return self.entry_logger.read(Location.decode(raw), ledger_id, entry_id)
+        loc = Location.decode(raw)
+        if self.config.read_ahead_batch_size <= 1:
+            return [(entry_id, self.entry_logger.read(loc, ledger_id, entry_id))]
+        run = self.entry_logger.read_run(
+            loc, ledger_id, entry_id, _READ_AHEAD_BYTES, self.config.read_ahead_batch_size
+        )
+        out = [(entry_id, run[0].data)]
+        for rec in run[1:]:
+            if self.index.get(entry_key(ledger_id, rec.entry_id)) != rec.location.encode():
+                break  # a newer copy lives elsewhere: stop rather than cache a stale one
+            out.append((rec.entry_id, rec.data))
+        return out
 
     async def read_lac(self, ledger_id: int) -> int:
         st = self.ledgers.get(ledger_id)

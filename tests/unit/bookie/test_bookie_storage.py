@@ -289,3 +289,27 @@ async def test_deleted_ledger_stays_deleted_across_a_crash_and_its_marker_is_pru
         assert await s3.read_entry(2, 5) == entry(2, 5)
     finally:
         await s3.aclose()
+
+
+async def test_read_ahead_fills_the_read_cache_but_never_with_stale_copies(tmp_path):
+    s = await open_storage(tmp_path)
+    for i in range(20):
+        await s.add_entry(1, i, KEY, entry(1, i))
+    await s.checkpoint()
+    await s.read_entry(1, 0, fence=True, master_key=KEY)
+    newer = entry(1, 5, b"rewritten by recovery")
+    await s.add_entry(1, 5, KEY, newer, recovery=True)
+    await s.checkpoint()  # the new copy of 1:5 lives in a later part of the log
+    await s.aclose()
+    s2 = await open_storage(tmp_path)
+    try:
+        assert await s2.read_entry(1, 0) == entry(1, 0)
+        hits_before = s2._read_cache.hits
+        for i in range(1, 5):
+            assert await s2.read_entry(1, i) == entry(1, i)
+        assert s2._read_cache.hits - hits_before == 4  # read ahead by the first miss
+        assert await s2.read_entry(1, 5) == newer  # not the stale copy next to entry 4
+        for i in range(6, 20):
+            assert await s2.read_entry(1, i) == entry(1, i)
+    finally:
+        await s2.aclose()
