@@ -50,7 +50,6 @@ _NO_REQUIRED_FIELDS: frozenset[int] = frozenset(
     for number, name in _FIELD_BY_TYPE.items()
     if not any(f.is_required for f in pb.BaseCommand.DESCRIPTOR.fields_by_name[name].message_type.fields)
 )
-_KNOWN_TYPES = frozenset(int(t) for t in CommandType)
 
 
 def frame_limit_for(max_message_size: int) -> int:
@@ -167,29 +166,38 @@ class FrameDecoder:
         raise error
 
     def next_frame(self) -> Frame | None:
-        """Return the next complete frame, or None if more bytes are needed."""
+        """Return the next complete frame, or None if more bytes are needed.
+
+        Callers drain frames until None before feeding more, so the size
+        prefix of the next frame is checked here before its body is buffered.
+        """
         if self._failed is not None:
             raise self._failed
         buf = self._buffer
         buf.rollback()
-        if buf.available() < 4:
+        available = buf.available()
+        if available < 4:
             return None
-        total_size = buf.peek_u32()
-        frame_size = total_size + 4
+        frame_size = buf.peek_u32() + 4
         if frame_size > self.max_frame_size:
             self._fail(FrameTooLarge(frame_size, self.max_frame_size))
-        if buf.available() < frame_size:
+        if available < frame_size:
             return None
         body = buf.consume(frame_size)
         buf.commit()
         try:
-            frame = decode_frame_body(body[4:])
+            return decode_frame_body(body[4:])
         except RemoteProtocolError as exc:
             self._fail(exc)
             raise  # unreachable; keeps type checkers happy
-        # Peek at the next frame's prefix so an oversized one fails early.
-        self._check_head()
-        return frame
+        finally:
+            body.release()
+
+
+# type value -> (CommandType, BaseCommand field name, sub-message may be absent, carries a payload)
+_TYPE_INFO: dict[int, tuple[CommandType, str, bool, bool]] = {
+    int(t): (t, _FIELD_BY_TYPE[t], t in _NO_REQUIRED_FIELDS, t in PAYLOAD_COMMANDS) for t in CommandType
+}
 
 
 def decode_frame_body(body: memoryview | bytes) -> Frame:
@@ -205,18 +213,16 @@ def decode_frame_body(body: memoryview | bytes) -> Frame:
         base.ParseFromString(body[4 : 4 + cmd_size])
     except (DecodeError, RuntimeError, ValueError) as exc:
         raise RemoteProtocolError(f"unparseable BaseCommand: {exc}") from None
-    if not base.HasField("type") or base.type not in _KNOWN_TYPES:
+    info = _TYPE_INFO.get(base.type) if base.HasField("type") else None
+    if info is None:
         raise RemoteProtocolError("BaseCommand without a known type")
+    ctype, name, sub_optional, has_payload = info
     if not base.IsInitialized():
         missing = ", ".join(base.FindInitializationErrors())
-        raise RemoteProtocolError(f"{CommandType(base.type).name} lacks required fields: {missing}")
-    ctype = CommandType(base.type)
-    name = _FIELD_BY_TYPE[ctype]
-    if not base.HasField(name) and ctype not in _NO_REQUIRED_FIELDS:
+        raise RemoteProtocolError(f"{ctype.name} lacks required fields: {missing}")
+    if not sub_optional and not base.HasField(name):
         raise RemoteProtocolError(f"{ctype.name} frame without its {name} sub-command")
-    headers_and_payload = None
-    if ctype in PAYLOAD_COMMANDS:
-        headers_and_payload = bytes(body[4 + cmd_size :])
+    headers_and_payload = bytes(body[4 + cmd_size :]) if has_payload else None
     return Frame(ctype, getattr(base, name), base, headers_and_payload, total_size + 4)
 
 

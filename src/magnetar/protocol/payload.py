@@ -78,7 +78,7 @@ def _computed_crc(parsed: ParsedPayload) -> int:
 
 def _split_broker_entry_metadata(buf: memoryview) -> tuple[Any | None, int]:
     """Parse an optional 0x0e02 block; return (BrokerEntryMetadata | None, offset after it)."""
-    if len(buf) >= 2 and buf[:2] == _MAGIC_BEM_BYTES:
+    if len(buf) >= 2 and buf[0] == 0x0E and buf[1] == 0x02:
         if len(buf) < 6:
             raise CorruptPayload("truncated broker-entry-metadata header")
         size = _U32.unpack_from(buf, 2)[0]
@@ -109,7 +109,7 @@ def _locate(buf: memoryview) -> tuple[Any | None, int | None, int, int]:
     """Return (broker_entry_metadata, checksum or None, metadata start, metadata end)."""
     bem, pos = _split_broker_entry_metadata(buf)
     checksum = None
-    if len(buf) - pos >= 2 and buf[pos : pos + 2] == _MAGIC_CRC32C_BYTES:
+    if len(buf) - pos >= 2 and buf[pos] == 0x0E and buf[pos + 1] == 0x01:
         if len(buf) - pos < 6:
             raise CorruptPayload("truncated checksum")
         checksum = _U32.unpack_from(buf, pos + 2)[0]
@@ -149,6 +149,14 @@ def verify_checksum(buf: bytes | bytearray | memoryview) -> bool:
     view = memoryview(buf)
     _bem, checksum, start, _end = _locate(view)
     return checksum is None or crc32c(view[start - 4 :]) == checksum
+
+
+def peek_metadata_verified(buf: bytes | bytearray | memoryview) -> tuple[Any, bool]:
+    """(MessageMetadata, checksum_ok) in one pass, without copying the payload: a SEND's broker path."""
+    view = memoryview(buf)
+    _bem, checksum, start, end = _locate(view)
+    meta = _parse_metadata(view[start:end])
+    return meta, checksum is None or crc32c(view[start - 4 :]) == checksum
 
 
 def peek_metadata(buf: bytes | bytearray | memoryview) -> Any:
