@@ -85,12 +85,25 @@ class Connection:
         self._resume_reading = asyncio.Event()
         self._resume_reading.set()
         self._keepalive: asyncio.Task[None] | None = None
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
 
     # ------------------------------------------------------------ output
+    # Frames are collected and written once per event-loop turn: one send() for many receipts
+    # and messages instead of one each.  Order is kept (one list, flushed in order).
     def write(self, data: bytes) -> None:
-        if self.closed or self.writer.is_closing():
+        if self.closed:
             return
-        self.writer.write(data)
+        self._out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        out, self._out = self._out, []
+        if out and not self.writer.is_closing():
+            self.writer.write(b"".join(out))
 
     def send_message(
         self,
@@ -101,15 +114,11 @@ class Connection:
         redelivery_count: int,
         ack_set: list[int] | None,
     ) -> None:
-        if self.closed or self.writer.is_closing():
-            return
         head = cmds.message_command_bytes(
             consumer_id, pos.ledger_id, pos.entry_id, partition, redelivery_count, ack_set or None
         )
-        self.writer.write(
-            b"".join(((len(head) + 4 + len(data)).to_bytes(4, "big"), len(head).to_bytes(4, "big"), head))
-        )
-        self.writer.write(data)
+        self.write((len(head) + 4 + len(data)).to_bytes(4, "big") + len(head).to_bytes(4, "big") + head)
+        self.write(data)
 
     def send_receipt(self, producer: Producer, sequence_id: int, highest: int | None, pos: Position) -> None:
         self._publish_done()
@@ -252,6 +261,7 @@ class Connection:
 
     def _try_write(self, data: bytes) -> None:
         try:
+            self._flush()
             if not self.writer.is_closing():
                 self.writer.write(data)
         except Exception:
@@ -279,6 +289,7 @@ class Connection:
                 log.debug("removing consumer failed", exc_info=True)
         self.consumers.clear()
         try:
+            self._flush()
             self.writer.close()
             await asyncio.wait_for(self.writer.wait_closed(), 2.0)
         except Exception:

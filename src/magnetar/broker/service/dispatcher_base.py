@@ -56,6 +56,8 @@ class Dispatcher:
         self._max_read_entries = max(1, cfg.dispatcher_max_read_batch_size)
         self._max_read_bytes = max(1, cfg.dispatcher_max_read_size_bytes)
         self._track_redeliveries = cfg.subscription_redelivery_tracker_enabled
+        # Bumped by reset(): entries read before a seek must not be delivered after it.
+        self._epoch = 0
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -134,7 +136,8 @@ class Dispatcher:
             del self.redelivery_counts[pos]
 
     def reset(self) -> None:
-        """After a seek: nothing pending survives."""
+        """After a seek: nothing pending survives, not even a read in flight."""
+        self._epoch += 1
         self._redeliver.clear()
         self.redelivery_counts.clear()
 
@@ -169,6 +172,7 @@ class Dispatcher:
         if budget <= 0:
             return False
         cursor = self.subscription.cursor
+        epoch = self._epoch
         if self._redeliver:
             positions = self._redeliver[:budget]
             del self._redeliver[: len(positions)]
@@ -181,6 +185,8 @@ class Dispatcher:
                 return False
         if self._closed:
             return False
+        if epoch != self._epoch:
+            return True  # a seek happened while reading: drop what was read
         self.deliver([self._outbound(e) for e in entries])
         return True
 
