@@ -37,6 +37,7 @@ Theory of operation (BookKeeper's Journal):
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import errno
 import logging
@@ -189,7 +190,13 @@ class Journal:
         self._group_bytes_max = max(1, group_bytes_max)
         self._group_records_max = max(1, group_records_max or 1_000_000)
         self._file_size_max_bytes = file_size_max_bytes
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=max(1, queue_size))
+        # Bounded queue of records waiting for the writer (a deque + events, so that
+        # append_nowait can enqueue synchronously, in the caller's order).
+        self._queue: collections.deque[_Pending] = collections.deque()
+        self._queue_max = max(1, queue_size)
+        self._nonempty = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
         self._file: AppendFile | None = None
         self._file_id = 0
         self._next_file_id = 1
@@ -292,7 +299,7 @@ class Journal:
         self._closed = True
         deadline = self._clock.monotonic() + _CLOSE_DRAIN_TIMEOUT_S
         while (
-            (not self._queue.empty() or self._in_flight)
+            (self._queue or self._in_flight)
             and self._clock.monotonic() < deadline
             and self.broken is None
             and self._writer is not None
@@ -302,8 +309,8 @@ class Journal:
         if self._writer is not None:
             self._writer.cancel()
             await asyncio.gather(self._writer, return_exceptions=True)
-        while not self._queue.empty():
-            p = self._queue.get_nowait()
+        while self._queue:
+            p = self._queue.popleft()
             if not p.future.done():
                 p.future.set_exception(BookieUnavailableError("journal closed"))
         if self._file is not None:
@@ -319,25 +326,44 @@ class Journal:
 
     # --- appends --------------------------------------------------------------------------
 
-    async def append(
+    async def wait_for_room(self, records: int = 1) -> None:
+        """Wait (bounded) until ``records`` more fit in the queue; TooManyRequestsError if not."""
+        if len(self._queue) + records <= self._queue_max:
+            return
+        deadline = self._clock.monotonic() + _APPEND_QUEUE_TIMEOUT_S
+        while len(self._queue) + records > self._queue_max:
+            remaining = deadline - self._clock.monotonic()
+            if remaining <= 0 or self._closed:
+                raise TooManyRequestsError("journal queue full")
+            self._room.clear()
+            try:
+                await asyncio.wait_for(self._room.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    def append_nowait(
         self, record: JournalRecord, on_durable: Callable[[], None] | None = None
-    ) -> JournalPosition:
-        """Write ``record``; returns once it is durable (group commit)."""
+    ) -> asyncio.Future[JournalPosition]:
+        """Enqueue ``record`` now (in call order); the future completes once it is durable.
+        Raises TooManyRequestsError when the queue is full (see :meth:`wait_for_room`)."""
         if self._closed:
             raise BookieUnavailableError("journal closed")
         if self.broken is not None:
             raise BookieError(f"journal is broken: {self.broken}")
+        if len(self._queue) >= self._queue_max:
+            raise TooManyRequestsError("journal queue full")
         fut: asyncio.Future[JournalPosition] = asyncio.get_running_loop().create_future()
         self.enqueued_count += 1
-        item = _Pending(record.encode(), fut, on_durable, self.enqueued_count)
-        try:
-            self._queue.put_nowait(item)
-        except asyncio.QueueFull:
-            try:
-                await asyncio.wait_for(self._queue.put(item), _APPEND_QUEUE_TIMEOUT_S)
-            except TimeoutError:
-                raise TooManyRequestsError("journal queue full") from None
-        return await fut
+        self._queue.append(_Pending(record.encode(), fut, on_durable, self.enqueued_count))
+        self._nonempty.set()
+        return fut
+
+    async def append(
+        self, record: JournalRecord, on_durable: Callable[[], None] | None = None
+    ) -> JournalPosition:
+        """Write ``record``; returns once it is durable (group commit)."""
+        await self.wait_for_room()
+        return await self.append_nowait(record, on_durable)
 
     async def _run(self) -> None:
         while True:
@@ -375,14 +401,17 @@ class Journal:
             self._in_flight = 0
 
     async def _take_group(self) -> list[_Pending]:
-        first = await self._queue.get()
+        while not self._queue:
+            self._nonempty.clear()
+            await self._nonempty.wait()
+        first = self._queue.popleft()
         batch = [first]
         nbytes = len(first.data)
         deadline = self._clock.monotonic() + self._max_group_wait_s
         waited = False
         while len(batch) < self._group_records_max and nbytes < self._group_bytes_max:
-            if not self._queue.empty():
-                item = self._queue.get_nowait()
+            if self._queue:
+                item = self._queue.popleft()
                 batch.append(item)
                 nbytes += len(item.data)
                 continue
@@ -391,6 +420,7 @@ class Journal:
                 break
             waited = True
             await self._clock.sleep(remaining)
+        self._room.set()
         return batch
 
     def _write_group(self, chunks: list[bytes]) -> JournalPosition:
@@ -459,4 +489,4 @@ class Journal:
         return iter(self._list_ids())
 
     def statistics(self) -> dict[str, int]:
-        return {**self.stats, "queued": self._queue.qsize(), "file_id": self._file_id}
+        return {**self.stats, "queued": len(self._queue), "file_id": self._file_id}

@@ -329,21 +329,33 @@ class LedgerStorage:
             )
         self._check_writable()
         await self._wait_cache_room()
-        # No await from here to the journal enqueue: the fence check and the journal order agree.
+        await self.journal.wait_for_room(2)
+        # No await from here to the journal enqueue: the fence check and the journal order agree
+        # (a fence enqueued later is durable later, so whoever fences sees this entry).
         self._check_writable()
         st, created = self._ledger_for_write(ledger_id, master_key)
         if st.fenced and not recovery:
             raise LedgerFencedError(f"ledger {ledger_id} is fenced", self.bookie_id)
         waits = []
         if created:
-            waits.append(self.journal.append(JournalRecord(RecordType.MASTER_KEY, ledger_id, -1, master_key)))
+            waits.append(
+                self._journal_nowait(JournalRecord(RecordType.MASTER_KEY, ledger_id, -1, master_key))
+            )
         record = JournalRecord(RecordType.ADD, ledger_id, entry_id, entry)
         waits.append(
-            self.journal.append(record, lambda: self._apply_add(st, ledger_id, entry_id, entry, header.lac))
+            self._journal_nowait(record, lambda: self._apply_add(st, ledger_id, entry_id, entry, header.lac))
         )
         await self._await_journal(*waits)
         if self._active.size_bytes >= self.config.write_cache_max_size_bytes // 2:
             self._trigger_checkpoint()
+
+    def _journal_nowait(
+        self, record: JournalRecord, on_durable: Callable[[], None] | None = None
+    ) -> asyncio.Future[JournalPosition]:
+        try:
+            return self.journal.append_nowait(record, on_durable)
+        except BookieError as exc:
+            self._journal_failed(exc)
 
     async def _await_journal(self, *waits: Awaitable[object]) -> None:
         if len(waits) == 1:  # the common case: no extra task per add
@@ -390,13 +402,16 @@ class LedgerStorage:
     async def fence(self, ledger_id: int, master_key: bytes) -> None:
         if self.state not in (StorageState.WRITABLE, StorageState.READ_ONLY):
             raise BookieUnavailableError(f"bookie storage is {self.state.value}", self.bookie_id)
+        await self.journal.wait_for_room(2)
         st, created = self._ledger_for_write(ledger_id, master_key)
         st.fenced = True
         self._dirty.add(ledger_id)
         waits = []
         if created:
-            waits.append(self.journal.append(JournalRecord(RecordType.MASTER_KEY, ledger_id, -1, master_key)))
-        waits.append(self.journal.append(JournalRecord(RecordType.FENCE, ledger_id, -1, b"")))
+            waits.append(
+                self._journal_nowait(JournalRecord(RecordType.MASTER_KEY, ledger_id, -1, master_key))
+            )
+        waits.append(self._journal_nowait(JournalRecord(RecordType.FENCE, ledger_id, -1, b"")))
         await self._await_journal(*waits)
 
     def _existing(self, ledger_id: int) -> LedgerState:
