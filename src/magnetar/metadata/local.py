@@ -43,8 +43,9 @@ class NodeRecord:
     creation_time_ms: int
     modification_time_ms: int
     ephemeral_owner: str | None = None
-    # Bumped on every child create/delete, as ZooKeeper's cversion; sequential
-    # names are drawn from it so they never repeat under one parent.
+    # Bumped on every child creation; sequential names are drawn from it, so they
+    # never repeat under one parent and match the numbers ZooKeeper hands out
+    # (its sequence counter advances on creates, not on deletes).
     cversion: int = 0
 
     def stat(self, path: str) -> Stat:
@@ -128,6 +129,12 @@ class LocalTree:
         value = bytes(value)
         writes: list[tuple[str, NodeRecord | None]] = []
         notes: list[Notification] = []
+        if expected_version is not None and expected_version >= 0 and not sequential:
+            # A versioned update needs the node itself; its parents are not our concern
+            # (ZooKeeper's setData: NotFound even under an ephemeral parent).
+            current = self._load(path)
+            if current is None:
+                raise NotFound(f"{path} does not exist (expected version {expected_version})")
         parent = parent_of(path)
         parent_rec = self._ensure_parents(parent, now_ms, writes, notes)
         if sequential:
@@ -208,7 +215,8 @@ class LocalTree:
         out.append(path)
 
     def _delete_nodes(self, paths: list[str]) -> list[Notification]:
-        """Deletes nodes given children-first; bumps each surviving parent's cversion once."""
+        """Deletes nodes given children-first.  Parents' cversions stay: sequential names
+        count child creations only, which is what ZooKeeper hands out in practice."""
         writes: list[tuple[str, NodeRecord | None]] = []
         notes: list[Notification] = []
         gone = set(paths)
@@ -217,17 +225,12 @@ class LocalTree:
             rec = self._load(path)
             writes.append((path, None))
             notes.append(Notification(NotificationType.DELETED, path))
-            parent = parent_of(path)
-            touched_parents[parent] = None
+            touched_parents[parent_of(path)] = None
             if rec is not None and rec.ephemeral_owner is not None:
                 self._ephemerals.get(rec.ephemeral_owner, {}).pop(path, None)
         for parent in touched_parents:
-            if parent in gone:
-                continue
-            prec = self._load(parent)
-            if prec is not None:
-                writes.append((parent, replace(prec, cversion=prec.cversion + 1)))
-            notes.append(Notification(NotificationType.CHILDREN_CHANGED, parent))
+            if parent not in gone:
+                notes.append(Notification(NotificationType.CHILDREN_CHANGED, parent))
         self._table.commit(writes)
         return notes
 

@@ -20,11 +20,13 @@ import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from magnetar.metadata.api import (
     AlreadyExists,
     BadVersion,
     InvalidPath,
+    MetadataError,
     MetadataStore,
     MetadataStoreClosed,
     NotEmpty,
@@ -302,6 +304,65 @@ async def check_concurrent_cas(ctx: Ctx, clients: int = 4, increments: int = 100
     got = await stores[-1].get(path)
     assert got is not None and int(got.value) == increments, got
     assert got.stat.version == increments
+
+
+# ---- differential testing: the same random script on two backends gives the same answers ------
+
+_SCRIPT_PATHS = ("a", "a/b", "a/b/c", "a/d", "e", "e/f", "e/f/g")
+
+
+def random_op_script(rng: Any, n: int) -> list[tuple[Any, ...]]:
+    """A seeded list of operations over a few related relative paths (``rng``: runtime.Rng)."""
+    ops: list[tuple[Any, ...]] = []
+    for i in range(n):
+        path = rng.choice(_SCRIPT_PATHS)
+        kind = rng.choice(
+            ["get", "put", "put", "put_v", "delete", "delete_v", "children", "rdel", "seq", "eph"]
+        )
+        if kind in ("put_v", "delete_v"):
+            ops.append((kind, path, rng.randint(-1, 3)))
+        elif kind == "put":
+            ops.append((kind, path, f"v{i}".encode()))
+        elif kind == "seq":
+            ops.append((kind, rng.choice(["s/x-", "a/x-"]), None))
+        else:
+            ops.append((kind, path, None))
+    return ops
+
+
+async def run_op_script(store: MetadataStore, base: str, ops: list[tuple[Any, ...]]) -> list[Any]:
+    """Applies ``ops`` under ``base``; returns comparable outcomes (values, versions, error names)."""
+    out: list[Any] = []
+
+    def rel(p: str) -> str:
+        return p[len(base) + 1 :]
+
+    for kind, path, arg in ops:
+        full = f"{base}/{path}"
+        try:
+            if kind == "get":
+                got = await store.get(full)
+                out.append(None if got is None else (got.value, got.stat.version, got.stat.ephemeral))
+            elif kind == "put":
+                out.append((await store.put(full, arg)).version)
+            elif kind == "put_v":
+                out.append((await store.put(full, b"cas", arg)).version)
+            elif kind == "delete":
+                out.append(await store.delete(full))
+            elif kind == "delete_v":
+                out.append(await store.delete(full, max(arg, 0)))
+            elif kind == "children":
+                out.append(await store.children(full))
+            elif kind == "rdel":
+                out.append(await store.delete_recursive(full))
+            elif kind == "seq":
+                out.append(rel((await store.put(full, b"s", sequential=True)).path))
+            elif kind == "eph":
+                st = await store.put(full, b"e", -1, ephemeral=True)
+                out.append((st.version, st.ephemeral))
+        except MetadataError as e:
+            out.append(type(e).__name__)
+    return out
 
 
 CHECKS: list[Callable[[Ctx], Awaitable[None]]] = [
