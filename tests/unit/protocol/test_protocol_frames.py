@@ -159,3 +159,34 @@ def test_encoding_without_required_field_is_local_error():
 
 def test_peek_command_type():
     assert peek_command_type(commands.pong()) is CommandType.PONG
+
+
+u64 = st.integers(0, 2**64 - 1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(u64, u64, st.integers(-(2**63), 2**63 - 1), st.integers(-(2**63), 2**63 - 1), st.binary(max_size=3000))
+def test_payload_frames_round_trip(consumer_id, sequence_id, ledger_id, entry_id, body):
+    meta = new_message_metadata(producer_name="p", sequence_id=sequence_id, publish_time=1)
+    hp = build_headers_and_payload(meta, body)
+    decoder = FrameDecoder(1 << 20)
+    decoder.feed(
+        commands.message(consumer_id, ledger_id, entry_id, -1, hp) + commands.send(7, sequence_id, hp)
+    )
+    msg, send = decoder.next_frame(), decoder.next_frame()
+    assert msg.command.consumer_id == consumer_id
+    assert msg.command.message_id.ledgerId == ledger_id % 2**64
+    assert msg.command.message_id.entryId == entry_id % 2**64
+    assert send.command.sequence_id == sequence_id
+    assert msg.headers_and_payload == send.headers_and_payload == hp
+
+
+@settings(max_examples=150, deadline=None)
+@given(u64, st.sampled_from(list(range(26))), st.text(max_size=200))
+def test_simple_frames_round_trip(request_id, error, message):
+    decoder = FrameDecoder(1 << 20)
+    decoder.feed(commands.error(request_id, error, message) + commands.lookup(message, request_id))
+    err, look = decoder.next_frame(), decoder.next_frame()
+    assert (err.command.request_id, err.command.error, err.command.message) == (request_id, error, message)
+    assert (look.command.topic, look.command.request_id) == (message, request_id)
+    assert decoder.next_frame() is None and decoder.buffered_bytes == 0
