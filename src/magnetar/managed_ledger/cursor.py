@@ -69,6 +69,9 @@ class ManagedCursorImpl:
         self._store = store
         self.state = CursorState.OPEN
         self._md = md
+        # The mark-delete of the last durable snapshot: trimming uses min(this, _md), so a
+        # ledger is never deleted on the strength of an ack that could still be lost.
+        self.persisted_md = md
         self._read = md.next()
         self.acked = PositionRangeSet()
         self.ack_sets: dict[tuple[int, int], list[int]] = {}
@@ -115,6 +118,7 @@ class ManagedCursorImpl:
         cursor.ack_sets = {tuple(p): list(w) for p, w in snap.ack_sets if tuple(p) > md}
         cursor._props = dict(snap.properties)
         cursor._absorb()
+        cursor.persisted_md = cursor._md
         cursor._read = cursor._md.next()
         return cursor
 
@@ -300,8 +304,6 @@ class ManagedCursorImpl:
     async def _changed(self, old_md: Position) -> None:
         if self._read <= self._md:
             self._read = self._md.next()
-        if self._md.ledger_id != old_md.ledger_id:
-            self.ml.schedule_trim()
         await self._persist()
 
     # -- moving ------------------------------------------------------------------------------------
@@ -375,6 +377,12 @@ class ManagedCursorImpl:
 
     # -- counts and stats ------------------------------------------------------------------------
 
+    @property
+    def trim_position(self) -> Position:
+        """What this cursor still protects from trimming: the smaller of the in-memory and
+        the durably persisted mark-delete."""
+        return min(self._md, self.persisted_md)
+
     def number_of_entries_in_backlog(self) -> int:
         n = (
             self.ml.ledger_list.count_between(self._md, self.ml.ledger_list.last_confirmed)
@@ -447,8 +455,9 @@ class ManagedCursorImpl:
                         await clock.sleep(wait_s)
                 seq = self._dirty_seq
                 self._last_persist_mono = clock.monotonic()
+                snap = self.snapshot()
                 try:
-                    await self._store.persist(self.snapshot(), self.ml.config)
+                    await self._store.persist(snap, self.ml.config)
                 except ManagedLedgerError as e:
                     self.last_persist_error = repr(e)
                     self._resolve_waiters(seq, e)
@@ -457,6 +466,10 @@ class ManagedCursorImpl:
                     self._persisted_seq = seq  # give up on this round; the next change retries
                     continue
                 self._persisted_seq = seq
+                old_ledger = self.persisted_md.ledger_id
+                self.persisted_md = Position(*snap.mark_delete)
+                if self.persisted_md.ledger_id != old_ledger:
+                    self.ml.schedule_trim()  # a ledger may be fully consumed now
                 self.last_persist_error = None
                 self._resolve_waiters(seq, None)
         finally:

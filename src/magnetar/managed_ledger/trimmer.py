@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 Trimming (Pulsar's ``internalTrimConsumedLedgers``): the *slowest* durable
-cursor's mark-delete decides which ledgers are consumed -- every ledger before
+cursor's mark-delete -- the persisted one, if it lags the in-memory one, so an
+ack that could still be lost never frees a ledger -- decides which ledgers are consumed -- every ledger before
 the one holding the first entry it still needs.  (Without durable cursors
 every closed ledger counts as consumed.)  Walking consumed ledgers oldest
 first, a ledger is deleted if retention no longer keeps it:
@@ -71,7 +72,7 @@ def schedule(ml: ManagedLedgerImpl) -> None:
 def _ledgers_to_delete(ml: ManagedLedgerImpl) -> list:
     ll, c = ml.ledger_list, ml.config
     cursors = ml.durable_cursors()
-    slowest = min(cur.mark_delete_position for cur in cursors) if cursors else ll.last_confirmed
+    slowest = min(cur.trim_position for cur in cursors) if cursors else ll.last_confirmed
     needed = ll.next_valid(slowest.next())
     now = ml.ctx.clock.time_ms()
     total = ll.total_size()
