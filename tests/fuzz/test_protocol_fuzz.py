@@ -212,3 +212,26 @@ def test_fuzz_100k_frames_only_protocol_errors():
 def test_fuzz_slow_1m_frames(seed):
     outcomes = fuzz(seed=seed, cases=200_000)
     assert sum(outcomes.values()) == 200_000
+
+
+def _session_events(chunks: list[bytes]) -> list:
+    conn = ServerConnection()
+    out = []
+    for chunk in chunks:
+        conn.receive_data(chunk)
+        while (event := conn.next_event()) is not None:
+            out.append(event)
+            if isinstance(event, ConnectRequested):
+                conn.accept_connect()
+    return out
+
+
+def test_official_client_sessions_split_invariance():
+    frames = split_frames(CORPUS.read_bytes())
+    starts = [i for i, f in enumerate(frames) if f[8:10] == b"\x08\x02"]
+    assert len(starts) == 2
+    for a, b in zip(starts, [*starts[1:], len(frames)], strict=True):
+        session = b"".join(frames[a:b])
+        whole = _session_events([session])
+        assert isinstance(whole[0], ConnectRequested) and len(whole) == b - a
+        assert _session_events([session[i : i + 1] for i in range(len(session))]) == whole
