@@ -13,6 +13,8 @@ hierarchical key/value store with ZooKeeper's semantics, and so do we.
   ``expected_version=None`` writes unconditionally, ``-1`` requires that the
   node does not exist, ``n >= 0`` requires the current version to be ``n``.
   Failures raise :class:`BadVersion` / :class:`AlreadyExists` / :class:`NotFound`.
+* ``ephemeral``/``sequential`` matter only when a put creates the node; an
+  update keeps the node's kind and owner.
 * Ephemeral nodes belong to the store's session; they vanish when the session
   ends (close, expiry, process death) and other clients see ``DELETED``.
 * Sequential puts append a zero-padded 10-digit counter to the path and return

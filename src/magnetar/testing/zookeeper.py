@@ -12,8 +12,8 @@ ZooKeeper's classic trick (a second client on the same session id and
 password closes it).
 
 pytest: ``zookeeper_server_fixture`` below (fixture name ``zookeeper_server``;
-import it into a test module) is module-scoped (JVM starts are
-slow on small machines; share one per module).  When Java or the jar is
+import it into a test module) hands every module the same server, started
+once per pytest run (JVM starts are slow on small machines).  When Java or the jar is
 missing the fixture skips with the reason.  MAGNETAR_ZK_JAR / MAGNETAR_JAVA
 override the locations.
 """
@@ -193,18 +193,23 @@ async def expire_session(store: object, timeout_s: float = 10.0) -> None:
     await asyncio.to_thread(expire_session_blocking, hosts, client_id, timeout_s)
 
 
+_SERVER_KEY = pytest.StashKey[ZooKeeperServer]()
+
+
 @pytest.fixture(scope="module", name="zookeeper_server")
-def zookeeper_server_fixture() -> Iterator[ZooKeeperServer]:
+def zookeeper_server_fixture(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
+    """One ZooKeeper per pytest run, shared by every module that imports this fixture.
+
+    It lives in the pytest config's stash (not a global) and stops when the run
+    ends.  A test that stops it must start it again before it returns.
+    """
     found = find_zookeeper()
     if isinstance(found, str):
         pytest.skip(f"ZooKeeper unavailable: {found}")
-    server = ZooKeeperServer()
-    try:
-        server.start()  # installed but failing to start is a failure, not a skip
-    except BaseException:
-        server.close()
-        raise
-    try:
-        yield server
-    finally:
-        server.close()
+    server = request.config.stash.get(_SERVER_KEY, None)
+    if server is None:
+        server = ZooKeeperServer()
+        request.config.add_cleanup(server.close)
+        request.config.stash[_SERVER_KEY] = server
+    server.start()  # no-op when running; installed but failing to start is a failure, not a skip
+    yield server
