@@ -202,7 +202,7 @@ class Journal:
         self._next_file_id = 1
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
-        self._in_flight = 0
+        self._batch: list[_Pending] = []  # taken from the queue, not yet completed
         self.broken: BaseException | None = None
         self.synced_position = START
         # Records are numbered as they are enqueued; synced_count: every record up to it is durable.
@@ -366,9 +366,21 @@ class Journal:
         return await self.append_nowait(record, on_durable)
 
     async def _run(self) -> None:
+        try:
+            await self._write_loop()
+        finally:  # cancelled (close) or crashed: nothing taken from the queue is left hanging
+            for p in self._batch:
+                if not p.future.done():
+                    p.future.set_exception(BookieUnavailableError("journal stopped"))
+            self._batch = []
+
+    @property
+    def _in_flight(self) -> int:
+        return len(self._batch)
+
+    async def _write_loop(self) -> None:
         while True:
             batch = await self._take_group()
-            self._in_flight = len(batch)
             try:
                 pos = await self._executor.run(self._write_group, [p.data for p in batch])
             except OSError as exc:
@@ -380,7 +392,7 @@ class Journal:
                 for p in batch:
                     if not p.future.done():
                         p.future.set_exception(err)
-                self._in_flight = 0
+                self._batch = []
                 continue
             except BaseException as exc:
                 for p in batch:
@@ -398,14 +410,14 @@ class Journal:
             for p in batch:
                 if not p.future.done():
                     p.future.set_result(pos)
-            self._in_flight = 0
+            self._batch = []
 
     async def _take_group(self) -> list[_Pending]:
         while not self._queue:
             self._nonempty.clear()
             await self._nonempty.wait()
         first = self._queue.popleft()
-        batch = [first]
+        batch = self._batch = [first]
         nbytes = len(first.data)
         deadline = self._clock.monotonic() + self._max_group_wait_s
         waited = False

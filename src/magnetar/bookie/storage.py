@@ -449,7 +449,10 @@ class LedgerStorage:
         if run:
             data = run[0][1]
             for eid, ahead in run[1:]:
-                if self._active.get(ledger_id, eid) is None:
+                newer = self._active.get(ledger_id, eid) is not None or (
+                    self._flushing is not None and self._flushing.get(ledger_id, eid) is not None
+                )
+                if not newer:
                     self._read_cache.put(ledger_id, eid, ahead)
         if data is None:
             data = self._cached(ledger_id, entry_id)  # flushed or compacted while we looked

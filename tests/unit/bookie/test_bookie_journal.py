@@ -154,3 +154,16 @@ async def test_rotation_and_delete_before(tmp_path):
     await j.replay(positions[3], out.append)  # from the mark: only what came after
     await close(j, ex, sup)
     assert [r.entry_id for r in out] == [4]
+
+
+async def test_close_during_group_wait_completes_the_group(tmp_path):
+    j, ex, sup = make_journal(tmp_path, max_group_wait_ms=200)
+    await j.replay(START, lambda r: None)
+    j.start()
+    pending = asyncio.ensure_future(j.append(rec(0)))
+    await asyncio.sleep(0.02)  # the writer has taken it and is waiting for more
+    await j.aclose()
+    assert pending.done() and pending.result().file_id == 1
+    await sup.aclose()
+    await ex.aclose()
+    assert [r.entry_id for r in await replay_all(tmp_path)] == [0]
