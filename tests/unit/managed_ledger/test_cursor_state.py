@@ -168,3 +168,39 @@ async def test_backlog_in_messages_with_batch_counts(harness) -> None:
     assert c.number_of_entries_in_backlog() == 10 and c.number_of_messages_in_backlog() == 47
     await c.mark_delete(pos[0])
     assert c.number_of_messages_in_backlog() == 42
+
+
+async def test_cursor_ledger_rolls_and_old_one_is_deleted(harness) -> None:
+    f = await harness.new_factory(small_config(cursor_max_entries_per_ledger=3))
+    ml = await f.open("t/ns/d/cursor-roll")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    pos = [await ml.add_entry(b"e") for _ in range(10)]
+    seen = set()
+    for p in pos:
+        await c.mark_delete(p)
+        seen.add(c.store.cursor_ledger_id)
+    assert len(seen) >= 3, "a new cursor ledger every 3 snapshots"
+    live = set(harness.bk.ledger_ids())
+    assert c.store.cursor_ledger_id in live
+    assert len(seen & live) == 1, "old cursor ledgers are deleted"
+    await f.aclose()
+    c2 = (await (await harness.new_factory()).open("t/ns/d/cursor-roll")).cursors["s"]
+    assert c2.mark_delete_position == pos[-1]
+
+
+async def test_cursor_state_falls_back_to_metadata_when_no_ledger(harness) -> None:
+    f = await harness.new_factory(small_config())
+    ml = await f.open("t/ns/d/cursor-meta")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    pos = [await ml.add_entry(b"e") for _ in range(8)]
+    harness.bk.faults.fail_create(1)  # the cursor ledger cannot be created
+    await c.delete([pos[1], pos[3]])
+    assert c.store.cursor_ledger_id == -1
+    node = await harness.server.session().get("/managed-ledgers/t/ns/d/cursor-meta/s")
+    assert b'"individualDeletedMessages":[{' in node.value
+    await f.aclose()
+    c2 = (await (await harness.new_factory()).open("t/ns/d/cursor-meta")).cursors["s"]
+    assert c2.individually_deleted_ranges() == c.individually_deleted_ranges()
+    await c2.delete([pos[0]])  # the next snapshot goes to a new cursor ledger again
+    assert c2.store.cursor_ledger_id >= 0
+    assert c2.mark_delete_position == pos[1]

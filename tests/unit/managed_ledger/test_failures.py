@@ -172,3 +172,20 @@ async def test_old_owner_cursor_is_fenced_new_owner_keeps_acking(harness) -> Non
     f3 = await harness.new_factory()
     c3 = (await f3.open("t/ns/d/cursor-owner")).cursors["s"]
     assert c3.mark_delete_position == pos[2]
+
+
+async def test_reader_on_terminated_ledger_gets_no_more_entries(harness) -> None:
+    from magnetar.managed_ledger.api import NoMoreEntriesError, Position
+
+    f = await harness.new_factory()
+    ml = await f.open("t/ns/d/term-read")
+    for i in range(3):
+        await ml.add_entry(b"%d" % i)
+    reader = await ml.new_non_durable_cursor(Position.EARLIEST)  # type: ignore[attr-defined]
+    assert len(await reader.read_entries_or_wait(10)) == 3
+    waiting = asyncio.ensure_future(reader.read_entries_or_wait(10))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    await ml.terminate()
+    with pytest.raises(NoMoreEntriesError):
+        await asyncio.wait_for(waiting, 5)
