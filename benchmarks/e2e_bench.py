@@ -22,7 +22,6 @@ ceiling on this machine the real broker reaches.  Figures, never pass/fail.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import re
 import struct
@@ -44,9 +43,10 @@ _TS = struct.Struct(">d")
 
 
 def _client(url: str) -> pulsar.Client:
-    log = logging.getLogger("pulsar-client")
-    log.setLevel(logging.ERROR)
-    return pulsar.Client(url, operation_timeout_seconds=30, logger=log)
+    # the C++ console logger (a Python logger called from C++ threads can abort at exit)
+    return pulsar.Client(
+        url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
 
 
 def publish(client: pulsar.Client, topic: str, n: int, batching: bool) -> float:

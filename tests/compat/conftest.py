@@ -8,7 +8,6 @@ helpers themselves live in :mod:`magnetar.testing.standalone`.
 
 from __future__ import annotations
 
-import logging
 import uuid
 
 import pytest
@@ -21,10 +20,11 @@ pulsar = pytest.importorskip("pulsar", reason="the official pulsar-client is in 
 OPERATION_TIMEOUT_S = 10
 
 
-def _pulsar_logger() -> logging.Logger:
-    log = logging.getLogger("pulsar-client")
-    log.setLevel(logging.WARNING)
-    return log
+def _pulsar_logger():
+    # The C++ client's own console logger: a Python ``logging`` logger would be called from the
+    # client's threads and can abort the interpreter at exit ("terminate called without an
+    # active exception"), turning a green run into a crash.
+    return pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
 
 
 @pytest.fixture(scope="session")

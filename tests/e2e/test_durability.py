@@ -31,11 +31,10 @@ SUB = "durable-sub"
 
 
 def _client(url: str):
-    import logging
-
-    log = logging.getLogger("pulsar-client")
-    log.setLevel(logging.ERROR)
-    return pulsar.Client(url, operation_timeout_seconds=10, logger=log)
+    # the C++ console logger (a Python logger called from C++ threads can abort at exit)
+    return pulsar.Client(
+        url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
 
 
 def _seq(msg) -> int:

@@ -135,13 +135,24 @@ def _import_client():
 
 
 def _new_client(pulsar, service_url: str):
-    # The C++ client logs INFO lines to stdout by default; route them through Python logging
-    # at WARNING so the report lines stay readable.
-    import logging
+    # The C++ client logs INFO lines to stdout by default; its own console logger at Warn keeps
+    # the report readable.  (A Python ``logging`` logger would be called from C++ threads and
+    # can abort the process at interpreter exit.)
+    return pulsar.Client(
+        service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
+    )
 
-    log = logging.getLogger("pulsar-client")
-    log.setLevel(logging.WARNING)
-    return pulsar.Client(service_url, operation_timeout_seconds=30, logger=log)
+
+def _close_all(endpoints: list, client) -> None:
+    """Close producers/consumers before the client, and the client before interpreter exit:
+    the C++ client aborts the process if its objects are torn down in another order."""
+    for e in endpoints:
+        try:
+            e.close()
+        except Exception as exc:  # a broker that went away must not turn a finished run into a crash
+            print(f"close failed: {exc}", file=sys.stderr)
+    endpoints.clear()
+    client.close()
 
 
 def _report_loop(label: str, stats: IntervalStats, args: argparse.Namespace, done: Callable[[], bool]) -> int:
@@ -227,7 +238,7 @@ def run_produce(args: argparse.Namespace) -> int:
     stop.set()
     for t in threads:
         t.join(30)
-    client.close()
+    _close_all(producers, client)
     return 0 if total > 0 else 1
 
 
@@ -276,5 +287,5 @@ def run_consume(args: argparse.Namespace) -> int:
     stop.set()
     for t in threads:
         t.join(5)
-    client.close()
+    _close_all(consumers, client)
     return 0
