@@ -216,3 +216,47 @@ async def test_unknown_namespace_fails_with_an_error_not_a_timeout(broker) -> No
 
     name = await _run(broker, fn)
     assert name is not None and name != "Timeout"
+
+
+async def test_batch_index_acks_survive_a_reconnect(broker) -> None:
+    def fn(c: pulsar.Client) -> list[bytes]:
+        consumer = c.subscribe("t-bidx", "s", batch_index_ack_enabled=True)
+        p = c.create_producer(
+            "t-bidx", batching_enabled=True, batching_max_messages=5, batching_max_publish_delay_ms=50
+        )
+        for i in range(5):
+            p.send_async(f"{i}".encode(), None)
+        p.flush()
+        for i in range(5):
+            m = consumer.receive(5000)
+            if i in (0, 2):
+                consumer.acknowledge(m)
+        consumer.close()  # flushes the pending acks
+        consumer = c.subscribe("t-bidx", "s", batch_index_ack_enabled=True)
+        out = []
+        while True:
+            try:
+                out.append(consumer.receive(2000).data())
+            except pulsar.Timeout:
+                return out
+
+    assert await _run(broker, fn) == [b"1", b"3", b"4"]
+
+
+async def test_seek_by_publish_time(broker) -> None:
+    def fn(c: pulsar.Client) -> bytes:
+        import time
+
+        consumer = c.subscribe("t-seekt", "s")
+        p = c.create_producer("t-seekt", batching_enabled=False)
+        p.send(b"old")
+        time.sleep(0.05)
+        cut = int(time.time() * 1000)
+        time.sleep(0.05)
+        p.send(b"new")
+        for _ in range(2):
+            consumer.acknowledge(consumer.receive(5000))
+        consumer.seek(cut)
+        return consumer.receive(5000).data()
+
+    assert await _run(broker, fn) == b"new"
