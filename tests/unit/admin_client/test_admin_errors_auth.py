@@ -269,3 +269,24 @@ def test_parse_time_minutes_and_bad_input():
         parse_time_s("-1", allow_unlimited=False)
     with pytest.raises(InvalidArgument):
         parse_size("-5")
+
+
+async def test_async_client_maps_errors_and_follows_redirects():
+    from magnetar.admin_client import AsyncPulsarAdmin
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/missing/stats"):
+            return httpx.Response(404, json={"reason": "Topic not found"})
+        if request.url.host == "broker":
+            return httpx.Response(
+                307, headers={"Location": "http://owner:8080" + request.url.raw_path.decode()}
+            )
+        assert request.headers["authorization"] == "Bearer t0k"
+        return httpx.Response(200, json={"partitions": 3})
+
+    async with AsyncPulsarAdmin(
+        "http://broker:8080", auth=TokenAuth("t0k"), transport=httpx.MockTransport(handler)
+    ) as a:
+        assert await a.topics.get_partitioned_metadata("persistent://t/ns/x") == {"partitions": 3}
+        with pytest.raises(NotFound, match="Topic not found"):
+            await a.topics.get_stats("persistent://t/ns/missing")

@@ -524,3 +524,23 @@ def test_every_admin_command_has_help_text(capsys):
             main([*path, "--help"])
         assert info.value.code == 0
         assert "usage: magnetar " + " ".join(path) in capsys.readouterr().out
+
+
+def test_connection_failure_prints_error_connecting_to(fake, monkeypatch, capsys):
+    import httpx
+
+    def refuse(request):
+        raise httpx.ConnectError("Connection refused", request=request)
+
+    monkeypatch.setattr(fake_admin_rest, "CURRENT", httpx.MockTransport(refuse))
+    assert admin("--admin-url", "http://down:8080", "tenants", "list") == 1
+    err = capsys.readouterr().err
+    assert "Connection refused" in err and err.strip().endswith("Error connecting to: http://down:8080")
+
+
+def test_invalid_policy_values_are_refused_before_sending(fake, capsys):
+    assert admin("namespaces", "set-persistence", "t/ns", "-e", "1", "-w", "2", "-a", "1", "-r", "0") == 1
+    assert "ensemble >= write quorum" in capsys.readouterr().err
+    assert admin("namespaces", "set-auto-topic-creation", "t/ns", "-e", "-t", "partitioned") == 1
+    assert admin("topics", "reset-cursor", T, "-s", "s") == 1  # neither --time nor --messageId
+    assert fake.requests == []
