@@ -40,6 +40,7 @@ from magnetar.metadata.api import (
     BadVersion,
     MetadataError,
     MetadataStore,
+    MetadataStoreClosed,
     NotFound,
     Notification,
     NotificationType,
@@ -171,6 +172,8 @@ class MetadataCache(Generic[T]):
             self._stats["hits"] += 1
             return self._entries[path]
         self._stats["misses"] += 1
+        if self._closed:
+            raise MetadataStoreClosed(f"metadata cache over {type(self.store).__name__} is closed")
         task = self._loads.get(path)
         if task is None:
             task = self._supervisor.spawn(self._load(path), name=f"load:{path}")

@@ -19,12 +19,10 @@ backends tell more).  A child watch yields CHILDREN_CHANGED; data watches
 yield CREATED/MODIFIED/DELETED.
 
 Session states (kazoo's CONNECTED/SUSPENDED/LOST) become SessionEvents in
-``_on_state`` (on the loop), with one addition taken from Pulsar's
-ZKSessionWatcher: if we stay SUSPENDED longer than the session timeout, the
-server has expired us even though we cannot hear it, so we report
-SESSION_LOST ourselves.  If kazoo later gets back onto that very session we
-restart the client, so after SESSION_LOST our ephemerals are really gone and
-the next CONNECTED is a fresh session.
+:class:`~magnetar.metadata.zk_session.ZKSessionWatcher` (rules there), which
+also declares the session lost after a session timeout of disconnection, as
+Pulsar does, and has us restart onto a fresh session if kazoo later gets
+back onto the one we declared lost.
 """
 
 from __future__ import annotations
@@ -36,8 +34,7 @@ from typing import Any
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient
-from kazoo.handlers.threading import SequentialThreadingHandler
-from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
+from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from magnetar.metadata import api
 from magnetar.metadata.api import (
@@ -51,7 +48,14 @@ from magnetar.metadata.api import (
     parent_of,
     validate_path,
 )
-from magnetar.runtime import BlockingExecutor, Clock, TimerHandle
+from magnetar.metadata.zk_session import (
+    ZKSessionWatcher,
+    new_client,
+    start_client,
+    stop_and_close,
+    threadsafe,
+)
+from magnetar.runtime import BlockingExecutor, Clock, TaskSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -119,13 +123,16 @@ class ZKMetadataStore:
         self._closed = False
         self._listeners: list[NotificationListener] = []
         self._session_listeners: list[SessionListener] = []
-        self._kazoo_state: KazooState | None = None
-        self._lost_reported_sid: int | None = None
-        self._suspend_timer: TimerHandle | None = None
         self._restarting = False
-        self._restart_task: asyncio.Task[None] | None = None
-        self._seen_connected = False
-        self._last_sid: int | None = None  # kazoo hides client_id while not connected
+        self._supervisor = TaskSupervisor("metadata-zk")
+        self._watcher = ZKSessionWatcher(
+            loop=self._loop,
+            clock=clock,
+            session_timeout_ms=session_timeout_ms,
+            client_id=lambda: client.client_id,
+            emit=self._emit,
+            restart=self._restart_session,
+        )
 
     @classmethod
     async def connect(
@@ -145,13 +152,13 @@ class ZKMetadataStore:
         connect_timeout_s = (connect_timeout_ms or operation_timeout_ms) / 1000
         try:
             if chroot and chroot != "/":
-                setup = _new_client(hosts, session_timeout_ms)
-                await _start(executor, setup, connect_timeout_s, hosts)
+                setup = new_client(hosts, session_timeout_ms)
+                await start_client(executor, setup, connect_timeout_s, hosts)
                 try:
                     await executor.run(setup.ensure_path, chroot)
                 finally:
-                    await executor.run(_stop_and_close, setup)
-            client = _new_client(hosts + (chroot if chroot != "/" else ""), session_timeout_ms)
+                    await executor.run(stop_and_close, setup)
+            client = new_client(hosts + (chroot if chroot != "/" else ""), session_timeout_ms)
             store = cls(
                 client,
                 clock=clock,
@@ -159,8 +166,8 @@ class ZKMetadataStore:
                 operation_timeout_ms=operation_timeout_ms,
                 executor=executor,
             )
-            client.add_listener(store._kazoo_listener)
-            await _start(executor, client, connect_timeout_s, hosts)
+            client.add_listener(store._watcher.kazoo_listener)
+            await start_client(executor, client, connect_timeout_s, hosts)
         except BaseException:
             await executor.aclose()
             raise
@@ -174,7 +181,8 @@ class ZKMetadataStore:
         cid = self._client.client_id
         if cid:
             return session_hex(cid[0])
-        return session_hex(self._last_sid) if self._last_sid is not None else ""
+        last = self._watcher.last_sid
+        return session_hex(last) if last is not None else ""
 
     @property
     def kazoo_client_id(self) -> tuple[int, bytes] | None:
@@ -201,9 +209,9 @@ class ZKMetadataStore:
             try:
                 value = result.get_nowait()
             except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
-                _threadsafe(loop, _set_exception, fut, e)
+                threadsafe(loop, _set_exception, fut, e)
             else:
-                _threadsafe(loop, _set_result, fut, value)
+                threadsafe(loop, _set_result, fut, value)
 
         try:
             getattr(self._client, method)(*args, **kwargs).rawlink(done)
@@ -369,11 +377,11 @@ class ZKMetadataStore:
         if self._closed:
             return
         self._closed = True
-        if self._suspend_timer is not None:
-            self._suspend_timer.cancel()
-        self._client.remove_listener(self._kazoo_listener)
+        self._watcher.close()
+        self._client.remove_listener(self._watcher.kazoo_listener)
+        await self._supervisor.aclose()
         try:
-            await self._executor.run(_stop_and_close, self._client)
+            await self._executor.run(stop_and_close, self._client)
         finally:
             await self._executor.aclose()
 
@@ -389,7 +397,7 @@ class ZKMetadataStore:
         kind = _WATCH_TYPES.get(event.type)
         if kind is None or event.path is None:
             return  # EventType.NONE: kazoo resetting watches after session loss
-        _threadsafe(self._loop, self._deliver, Notification(kind, event.path))
+        threadsafe(self._loop, self._deliver, Notification(kind, event.path))
 
     def _deliver(self, note: Notification) -> None:
         if self._closed:
@@ -400,57 +408,10 @@ class ZKMetadataStore:
             except Exception:
                 log.exception("metadata listener %r failed on %s", listener, note)
 
-    # -- session state ---------------------------------------------------------------------------
-
-    def _kazoo_listener(self, state: KazooState) -> None:  # kazoo connection thread: never block
-        _threadsafe(self._loop, self._on_state, state)
-
-    def _on_state(self, state: KazooState) -> None:
-        if self._closed:
-            return
-        previous, self._kazoo_state = self._kazoo_state, state
-        cid = self._client.client_id
-        sid = cid[0] if cid else self._last_sid
-        if state == KazooState.SUSPENDED:
-            self._emit(SessionEvent.SUSPENDED)
-            self._arm_suspend_timer(sid)
-        elif state == KazooState.LOST:
-            self._cancel_suspend_timer()
-            if self._lost_reported_sid is None or self._lost_reported_sid != sid:
-                self._lost_reported_sid = sid if sid is not None else -1
-                self._emit(SessionEvent.SESSION_LOST)
-        elif state == KazooState.CONNECTED:
-            self._cancel_suspend_timer()
-            self._last_sid = sid
-            if sid is not None and sid == self._lost_reported_sid:
-                self._restart_session()  # we already told everyone this session is gone
-                return
-            if previous == KazooState.SUSPENDED and self._lost_reported_sid is None:
-                self._emit(SessionEvent.RECONNECTED)
-            elif self._seen_connected:
-                self._lost_reported_sid = None
-                self._emit(SessionEvent.CONNECTED)
-            self._seen_connected = True
-
-    def _arm_suspend_timer(self, sid: int | None) -> None:
-        self._cancel_suspend_timer()
-
-        def expired() -> None:
-            self._suspend_timer = None
-            if self._closed or self._kazoo_state != KazooState.SUSPENDED:
-                return
-            log.warning("ZooKeeper unreachable for longer than the session timeout: session lost")
-            self._lost_reported_sid = sid if sid is not None else -1
-            self._emit(SessionEvent.SESSION_LOST)
-
-        self._suspend_timer = self._clock.call_later(self.session_timeout_ms / 1000, expired)
-
-    def _cancel_suspend_timer(self) -> None:
-        if self._suspend_timer is not None:
-            self._suspend_timer.cancel()
-            self._suspend_timer = None
+    # -- session state (rules in zk_session.py) ---------------------------------------------------
 
     def _restart_session(self) -> None:
+        """Drops the current session for a new one (ZKSessionWatcher decided it is lost)."""
         if self._restarting or self._closed:
             return
         self._restarting = True
@@ -463,8 +424,7 @@ class ZKMetadataStore:
             finally:
                 self._restarting = False
 
-        task = self._loop.create_task(restart(), name="zk-restart-session")
-        self._restart_task = task  # strong reference until done
+        self._supervisor.spawn(restart(), name="restart-session")
 
     def _emit(self, event: SessionEvent) -> None:
         for listener in list(self._session_listeners):
@@ -472,37 +432,6 @@ class ZKMetadataStore:
                 listener(event)
             except Exception:
                 log.exception("session listener %r failed on %s", listener, event)
-
-
-def _new_client(hosts: str, session_timeout_ms: int) -> KazooClient:
-    return KazooClient(
-        hosts=hosts,
-        timeout=session_timeout_ms / 1000,
-        handler=SequentialThreadingHandler(),
-        connection_retry={"max_tries": -1, "delay": 0.05, "backoff": 2, "max_delay": 1.0},
-        randomize_hosts=True,
-        logger=logging.getLogger("magnetar.metadata.kazoo"),
-    )
-
-
-async def _start(executor: BlockingExecutor, client: KazooClient, timeout_s: float, hosts: str) -> None:
-    try:
-        await executor.run(client.start, timeout_s)
-    except Exception as e:
-        await executor.run(_stop_and_close, client)
-        raise api.MetadataTimeout(f"could not connect to ZooKeeper at {hosts} within {timeout_s:.1f}s: {e!r}")
-
-
-def _stop_and_close(client: KazooClient) -> None:
-    client.stop()
-    client.close()
-
-
-def _threadsafe(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> None:
-    try:
-        loop.call_soon_threadsafe(fn, *args)
-    except RuntimeError:
-        pass  # the loop is closed: nobody is waiting any more
 
 
 def _set_result(fut: asyncio.Future[Any], value: Any) -> None:
