@@ -254,3 +254,35 @@ class StandaloneProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.terminate()
+
+
+# --- pytest fixtures -------------------------------------------------------------------------
+# Import them into a conftest.py to use them:
+#     from magnetar.testing.standalone import inprocess_standalone, standalone_process  # noqa: F401
+
+try:
+    import pytest
+    import pytest_asyncio
+except ImportError:  # the kit is usable without pytest; the fixtures are not defined then
+    pass
+else:
+
+    @pytest_asyncio.fixture
+    async def inprocess_standalone(tmp_path: Path) -> AsyncIterator[object]:
+        """A Standalone in the test's event loop, on free ports, under ``tmp_path``."""
+        reason = broker_unavailable_reason()
+        if reason:
+            pytest.skip(reason)
+        async with running_standalone(tmp_path / "standalone-data") as sa:
+            yield sa
+
+    @pytest.fixture
+    def standalone_process(tmp_path: Path):
+        """A ``magnetar standalone`` subprocess (function scope); terminated after the test."""
+        reason = broker_unavailable_reason()
+        if reason:
+            pytest.skip(reason)
+        proc = StandaloneProcess(tmp_path / "standalone-data")
+        proc.start()
+        yield proc
+        proc.terminate()
