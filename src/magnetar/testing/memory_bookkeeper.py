@@ -157,7 +157,7 @@ class _WriteHandle(_ReadHandle):
         return self._pushed
 
     async def add_entry(self, data: bytes) -> int:
-        bk, ledger = self._bk, self._ledger
+        bk = self._bk
         bk._check_open()
         if self._closed:
             raise LedgerClosedError(f"ledger {self._lid} is closed")
@@ -166,6 +166,9 @@ class _WriteHandle(_ReadHandle):
         scripted = faults.add_failures.pop(faults.adds_seen, None)
         self._pushed += 1
         entry_id = self._pushed
+        if not self._pending and faults.hold is None and faults.add_delay_s <= 0:
+            # Nothing in flight and nothing scripted to wait: complete now (the common case).
+            return self._complete(entry_id, data, scripted)
         self._pending += 1
         self._drained.clear()
         prev, done = self._prev_done, asyncio.get_running_loop().create_future()
@@ -178,28 +181,32 @@ class _WriteHandle(_ReadHandle):
                 await bk.clock.sleep(faults.add_delay_s)
             if prev is not None and not prev.done():
                 await asyncio.wait_for(asyncio.shield(prev), _HOLD_TIMEOUT_S)  # complete in order
-            if self._error is None:
-                if ledger.fenced:
-                    self._error = LedgerFencedError(f"ledger {self._lid} fenced")
-                elif scripted is not None:
-                    self._error = scripted
-                elif self._lid not in bk._ledgers:
-                    self._error = NoSuchLedgerError(f"ledger {self._lid} deleted")
-            if self._error is not None:
-                bk.counters["adds_failed"] += 1
-                raise self._error
-            # In-order completion: entry_id is exactly the next slot.
-            assert entry_id == len(ledger.entries), (entry_id, len(ledger.entries))
-            ledger.entries.append(bytes(data))
-            ledger.length += len(data)
-            self._lac = entry_id
-            bk.counters["adds"] += 1
-            return entry_id
+            return self._complete(entry_id, data, scripted)
         finally:
             done.set_result(None)
             self._pending -= 1
             if self._pending == 0:
                 self._drained.set()
+
+    def _complete(self, entry_id: int, data: bytes, scripted: BKError | None) -> int:
+        bk, ledger = self._bk, self._ledger
+        if self._error is None:
+            if ledger.fenced:
+                self._error = LedgerFencedError(f"ledger {self._lid} fenced")
+            elif scripted is not None:
+                self._error = scripted
+            elif self._lid not in bk._ledgers:
+                self._error = NoSuchLedgerError(f"ledger {self._lid} deleted")
+        if self._error is not None:
+            bk.counters["adds_failed"] += 1
+            raise self._error
+        # In-order completion: entry_id is exactly the next slot.
+        assert entry_id == len(ledger.entries), (entry_id, len(ledger.entries))
+        ledger.entries.append(bytes(data))
+        ledger.length += len(data)
+        self._lac = entry_id
+        bk.counters["adds"] += 1
+        return entry_id
 
     async def close(self) -> None:
         if self._closed:
