@@ -260,3 +260,25 @@ async def test_seek_by_publish_time(broker) -> None:
         return consumer.receive(5000).data()
 
     assert await _run(broker, fn) == b"new"
+
+
+async def test_unload_makes_clients_reconnect_and_carry_on(broker) -> None:
+    loop = asyncio.get_running_loop()
+
+    def fn(c: pulsar.Client) -> list[bytes]:
+        consumer = c.subscribe("t-unload", "s")
+        p = c.create_producer("t-unload", batching_enabled=False)
+        for i in range(5):
+            p.send(f"{i}".encode())
+        asyncio.run_coroutine_threadsafe(broker.service.unload_topic("t-unload"), loop).result(10)
+        for i in range(5, 10):
+            p.send(f"{i}".encode())
+        out = []
+        for _ in range(10):
+            m = consumer.receive(10000)
+            out.append(m.data())
+            consumer.acknowledge(m)
+        return out
+
+    got = await _run(broker, fn)
+    assert got == [f"{i}".encode() for i in range(10)]

@@ -25,7 +25,7 @@ import asyncio
 import logging
 
 from magnetar.broker import errors
-from magnetar.broker.config import BrokerConfig
+from magnetar.broker.config import BrokerConfig, unknown_keys
 from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.service.admin import TopicAdmin
 from magnetar.broker.service.connection import Connection
@@ -66,6 +66,8 @@ class BrokerService(TopicAdmin):
         self._closed = False
         self._producer_name_prefix: str | None = None
         self._producer_counter = 0
+        for key in unknown_keys(config):
+            log.warning("unknown configuration key %s (kept for plugins)", key)
 
     # ------------------------------------------------------------ lifecycle
     async def serve(self, host: str | None = None, port: int | None = None) -> asyncio.Server:

@@ -217,15 +217,18 @@ class PersistentTopic:
         if self.state is not TopicState.ACTIVE:
             return
         self._set_state(TopicState.CLOSING)
+        # Publishes in flight finish first (their receipts go out), so the client has nothing
+        # to re-send after it reconnects; new SENDs already fail (the topic is CLOSING).
         for producer in list(self.producers.values()):
             producer.mark_closing()
+        for producer in list(self.producers.values()):
+            await producer.wait_drained(CLOSE_DRAIN_TIMEOUT_S)
+        for producer in list(self.producers.values()):
             producer.cnx.broker_closed_producer(producer)
+            self.remove_producer(producer)
         for sub in list(self.subscriptions.values()):
             for c in sub.consumers:
                 c.cnx.broker_closed_consumer(c)
-        for producer in list(self.producers.values()):
-            await producer.wait_drained(CLOSE_DRAIN_TIMEOUT_S)
-            self.remove_producer(producer)
         for sub in list(self.subscriptions.values()):
             await sub.close()
         self.subscriptions.clear()

@@ -141,12 +141,22 @@ class TopicRegistry:
         fut.set_result(topic)
 
     # ------------------------------------------------------------ unload / delete
+    async def _close(self, ref: TopicRef, topic: PersistentTopic, delete: bool) -> None:
+        # The closing topic stays registered until it is closed: meanwhile users get
+        # "closing" (retried by clients) instead of a second instance over the same ledger.
+        try:
+            await topic.close(delete=delete)
+        finally:
+            fut = self._topics.get(ref.full_name)
+            if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
+                if fut.result() is topic:
+                    del self._topics[ref.full_name]
+
     async def unload(self, ref: TopicRef) -> bool:
         topic = self.get_loaded(ref.full_name)
         if topic is None:
             return False
-        self._topics.pop(ref.full_name, None)
-        await topic.close()
+        await self._close(ref, topic, delete=False)
         return True
 
     async def delete(self, ref: TopicRef, force: bool) -> None:
@@ -154,8 +164,7 @@ class TopicRegistry:
         if topic is not None:
             if topic.has_clients and not force:
                 raise errors.PreconditionFailedError("Topic has active producers/subscriptions")
-            self._topics.pop(ref.full_name, None)
-            await topic.close(delete=True)
+            await self._close(ref, topic, delete=True)
             return
         if not await self._svc.ml_factory.exists(ref.managed_ledger_name):
             raise errors.TopicNotFoundError("Topic not found")
@@ -164,8 +173,7 @@ class TopicRegistry:
     async def close_all(self) -> None:
         topics = self.loaded()
         self._topics.clear()
-        for topic in topics:
-            try:
-                await topic.close()
-            except Exception:
-                log.exception("closing topic %s failed", topic.name)
+        results = await asyncio.gather(*(t.close() for t in topics), return_exceptions=True)
+        for topic, result in zip(topics, results, strict=True):
+            if isinstance(result, BaseException):
+                log.error("closing topic %s failed", topic.name, exc_info=result)
