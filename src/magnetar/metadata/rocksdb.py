@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
-from magnetar.metadata.api import MetadataStoreClosed
+from magnetar.metadata.api import MetadataError, MetadataStoreClosed
 from magnetar.metadata.local import LocalTree, NodeRecord
 from magnetar.metadata.session import LocalMetadataServer, LocalSessionStore, _notes_of
 from magnetar.runtime import BlockingExecutor, Clock
@@ -188,8 +188,11 @@ class RocksdbMetadataServer(LocalMetadataServer):
         executor = BlockingExecutor("metadata-rocksdb", 1)
         try:
             db, table, stale = await executor.run(_open_db, path)
-        except BaseException:
+        except BaseException as e:
             await executor.aclose()
+            if isinstance(e, Exception) and not isinstance(e, MetadataError):
+                # rocksdict raises bare Exceptions ("IO error: lock hold by ...", corruption).
+                raise MetadataError(f"cannot open metadata database {path}: {e}") from e
             raise
         server = cls(db, table, executor, clock=clock, name=name or f"rocksdb-{clock.time_ms()}")
         for owner in sorted({o for _, o in stale}):

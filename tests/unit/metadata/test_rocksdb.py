@@ -92,3 +92,12 @@ async def test_group_commit_shares_fsyncs_and_keeps_cas_exact(tmp_path) -> None:
     await asyncio.gather(s.put("/tmp/a/b", b""), s.delete_recursive("/tmp"), s.put("/tmp/c", b""))
     assert await s.children("/tmp") == ["c"]
     await server.aclose()
+
+
+async def test_opening_a_database_in_use_is_a_clear_error(tmp_path) -> None:
+    from magnetar.metadata.api import MetadataError
+
+    server = await RocksdbMetadataServer.open(str(tmp_path / "db"), clock=RealClock())
+    with pytest.raises(MetadataError, match="cannot open metadata database .*lock"):
+        await RocksdbMetadataServer.open(str(tmp_path / "db"), clock=RealClock())
+    await server.aclose()
