@@ -214,18 +214,31 @@ class LedgerStorage:
         start_mark = self.mark
         self._replayed_to = start_mark
         replayed = await self.journal.replay(self.mark, self._apply_replayed, self._replay_progress)
+        disk_full = ""
         if replayed:
             log.info("bookie %s replayed %d journal records from %s", self.bookie_id, replayed, start_mark)
-            await self._checkpoint_now(self._replayed_to)
+            try:
+                await self._checkpoint_now(self._replayed_to)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                disk_full = f"ledger disk full while checkpointing the replayed journal: {exc}"
         self.journal.start()
         self._set_state(StorageState.WRITABLE)
+        if disk_full:  # start anyway: the replayed entries stay readable from the write cache
+            self._set_state(StorageState.READ_ONLY, disk_full)
         self.supervisor.spawn(self._periodic_checkpoint(), name="checkpoint")
         return replayed
 
     async def _replay_progress(self, position: JournalPosition) -> None:
         self._replayed_to = position
         if self._active.size_bytes >= self.config.write_cache_max_size_bytes // 2:
-            await self._checkpoint_now(position)  # bounded memory while replaying a long journal
+            try:
+                await self._checkpoint_now(position)  # bounded memory while replaying a long journal
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                log.warning("bookie %s: disk full while replaying; keeping entries in memory", self.bookie_id)
 
     def _open_sync(self) -> None:
         self.disk.makedirs(self.paths.entry_log_dir)
