@@ -181,3 +181,52 @@ def test_clean_shutdown_and_restart_keep_messages(tmp_path):
     finally:
         code = proc.terminate()
     assert code == 0, proc.log_tail()
+
+
+def test_sigterm_while_producing_exits_0_and_keeps_acknowledged(tmp_path):
+    """A clean stop with clients attached: connections closed, storage flushed, exit 0."""
+    proc = StandaloneProcess(tmp_path / "data")
+    proc.start()
+    try:
+        setup = _client(proc.broker_url)
+        setup.subscribe(TOPIC, SUB).close()
+        setup.close()
+        acked: list[int] = []
+        lock = threading.Lock()
+        client = _client(proc.broker_url)
+        producer = client.create_producer(TOPIC, batching_enabled=True, batching_max_publish_delay_ms=2)
+
+        def on_sent(seq: int):
+            def callback(res, _mid) -> None:
+                if res == pulsar.Result.Ok:
+                    with lock:
+                        acked.append(seq)
+
+            return callback
+
+        for seq in range(5_000):
+            producer.send_async(b"%08d" % seq, on_sent(seq))
+        producer.flush()
+        for seq in range(5_000, 20_000):  # still in flight when the signal lands
+            producer.send_async(b"%08d" % seq, on_sent(seq))
+        code = proc.terminate()
+        assert code == 0, f"SIGTERM with clients attached exited {code}:\n{proc.log_tail()}"
+        client.close()
+        with lock:
+            confirmed = sorted(acked)
+        assert len(confirmed) >= 5_000
+
+        proc.restart()
+        client = _client(proc.broker_url)
+        consumer = client.subscribe(TOPIC, SUB)
+        got = [_seq(m) for m in _receive_all(consumer, 20_000)]
+        assert got == sorted(got)
+        missing = sorted(set(confirmed) - set(got))
+        assert not missing, (
+            f"{len(missing)} acknowledged messages lost after a clean stop, e.g. {missing[:10]}"
+        )
+        consumer.close()
+        client.close()
+    finally:
+        code = proc.terminate()
+    assert code == 0, proc.log_tail()
