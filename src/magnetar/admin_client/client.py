@@ -49,8 +49,8 @@ def _client_kwargs(config: AdminConfig) -> dict[str, Any]:
         "timeout": config.timeout_s,
         "follow_redirects": False,  # followed in _execute, keeping auth headers (see core)
     }
-    if config.service_url.startswith("https://"):
-        kwargs["verify"] = core.ssl_context(config.tls, config.auth)
+    # always set: a redirect may lead from http to an https owner
+    kwargs["verify"] = core.ssl_context(config.tls, config.auth)
     return kwargs
 
 
@@ -89,12 +89,18 @@ class PulsarAdmin(_Families):
         kwargs = core.request_kwargs(c, self.config.auth)
         for _ in range(self.config.redirects_max + 1):
             try:
-                response = self._http.request(**kwargs)
+                response = self._http.send(self._http.build_request(**kwargs), stream=True)
+                try:
+                    body = core.BodyLimit(response, self.config.response_bytes_max)
+                    for chunk in response.iter_bytes():
+                        body.add(chunk)
+                finally:
+                    response.close()
             except httpx.HTTPError as e:
                 raise core.connection_error(e, str(kwargs["url"])) from e
             nxt = core.redirect_kwargs(kwargs, response)
             if nxt is None:
-                return core.decode(c, response, self.config.response_bytes_max)
+                return core.decode(c, response, body.content())
             kwargs = nxt
         raise core.too_many_redirects(c, self.config.redirects_max)
 
@@ -128,12 +134,18 @@ class AsyncPulsarAdmin(_Families):
         kwargs = core.request_kwargs(c, self.config.auth)
         for _ in range(self.config.redirects_max + 1):
             try:
-                response = await self._http.request(**kwargs)
+                response = await self._http.send(self._http.build_request(**kwargs), stream=True)
+                try:
+                    body = core.BodyLimit(response, self.config.response_bytes_max)
+                    async for chunk in response.aiter_bytes():
+                        body.add(chunk)
+                finally:
+                    await response.aclose()
             except httpx.HTTPError as e:
                 raise core.connection_error(e, str(kwargs["url"])) from e
             nxt = core.redirect_kwargs(kwargs, response)
             if nxt is None:
-                return core.decode(c, response, self.config.response_bytes_max)
+                return core.decode(c, response, body.content())
             kwargs = nxt
         raise core.too_many_redirects(c, self.config.redirects_max)
 

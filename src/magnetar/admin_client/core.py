@@ -232,14 +232,35 @@ def connection_error(exc: httpx.HTTPError, url: str) -> AdminConnectionError:
     return AdminConnectionError(f"{text}", url=url)
 
 
-def decode(c: Call, response: httpx.Response, response_bytes_max: int) -> Any:
-    """The value of a finished (non-redirect) answer, or raise its typed error."""
-    content = response.content
-    if len(content) > response_bytes_max:
+class BodyLimit:
+    """Collects a streamed response body, refusing it once it passes ``limit_bytes``."""
+
+    def __init__(self, response: httpx.Response, limit_bytes: int) -> None:
+        self._url = str(response.request.url)
+        self._limit = limit_bytes
+        self._parts: list[bytes] = []
+        self._size = 0
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit_bytes:
+            self._refuse(int(declared))
+
+    def _refuse(self, size: int) -> None:
         raise AdminConnectionError(
-            f"response of {len(content)} bytes exceeds the {response_bytes_max}-byte bound",
-            url=str(response.request.url),
+            f"response of {size}+ bytes exceeds the {self._limit}-byte bound", url=self._url
         )
+
+    def add(self, chunk: bytes) -> None:
+        self._size += len(chunk)
+        if self._size > self._limit:
+            self._refuse(self._size)
+        self._parts.append(chunk)
+
+    def content(self) -> bytes:
+        return b"".join(self._parts)
+
+
+def decode(c: Call, response: httpx.Response, content: bytes) -> Any:
+    """The value of a finished (non-redirect) answer, or raise its typed error."""
     status = response.status_code
     if not 200 <= status < 300:
         raise error_from_response(

@@ -290,3 +290,14 @@ async def test_async_client_maps_errors_and_follows_redirects():
         assert await a.topics.get_partitioned_metadata("persistent://t/ns/x") == {"partitions": 3}
         with pytest.raises(NotFound, match="Topic not found"):
             await a.topics.get_stats("persistent://t/ns/missing")
+
+
+def test_response_body_is_bounded():
+    from magnetar.admin_client import AdminConfig
+
+    config = AdminConfig("http://broker:8080", response_bytes_max=64)
+    big = httpx.MockTransport(lambda r: httpx.Response(200, json=["x" * 100]))
+    with pytest.raises(AdminConnectionError, match="64-byte bound"):
+        PulsarAdmin(config, transport=big).clusters.list()
+    small = httpx.MockTransport(lambda r: httpx.Response(200, json=["x" * 10]))
+    assert PulsarAdmin(config, transport=small).clusters.list() == ["x" * 10]
