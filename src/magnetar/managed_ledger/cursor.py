@@ -18,23 +18,21 @@ whole entry is acked.  Acks before mark-delete are ignored.
 Reads skip acknowledged ranges without reading them and filter acked entries
 inside a read run (Pulsar does the same), splitting runs at ledger boundaries.
 
-Persistence (durable cursors only): every state change bumps a sequence number
-and wakes a single persister task, which writes one snapshot covering every
-change made since its previous write (group commit) through
+Persistence (durable cursors only) is group-committed by
+:class:`~magnetar.managed_ledger.persister.CursorPersister` through
 :class:`~magnetar.managed_ledger.cursor_store.CursorStore`.  With
 ``mark_delete_rate_per_s == 0`` (the default) an ack returns once a snapshot
-containing it is durable; with a rate (Pulsar's
-managedLedgerDefaultMarkDeleteRateLimit) acks return at once and snapshots are
-written at most ``rate`` times a second -- a crash then loses at most the
-last interval's acks (those messages are redelivered, never lost).  At most
+containing it is durable; with a rate, acks return at once and snapshots are
+written at most ``rate`` times a second (a crash loses at most the last
+interval's acks: those messages are redelivered, never lost).  At most
 ``max_unacked_ranges_to_persist`` ranges (the ones nearest mark-delete) and as
 many ack sets are written: acks beyond the cap are lost on restart, i.e. those
 messages are redelivered.  :meth:`flush` waits for everything to be durable.
+Trimming uses the smaller of the in-memory and the persisted mark-delete.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -45,21 +43,19 @@ from magnetar.managed_ledger.api import (
     Entry,
     InvalidCursorPositionError,
     ManagedLedgerError,
-    ManagedLedgerFencedError,
     ManagedLedgerStorageError,
     NoMoreEntriesError,
     Position,
 )
 from magnetar.managed_ledger.cursor_store import CursorStore
 from magnetar.managed_ledger.metadata import CursorInfo
+from magnetar.managed_ledger.persister import CursorPersister
 from magnetar.managed_ledger.snapshot import CursorSnapshot
 from magnetar.managed_ledger.state import CursorState, MLState
 from magnetar.managed_ledger.stats import cursor_stats
 
 if TYPE_CHECKING:
     from magnetar.managed_ledger.ledger import ManagedLedgerImpl
-
-PERSIST_WAIT_TIMEOUT_S = 60.0
 
 
 class ManagedCursorImpl:
@@ -77,12 +73,13 @@ class ManagedCursorImpl:
         self.ack_sets: dict[tuple[int, int], list[int]] = {}
         self._props: dict[str, int] = {}
         self.messages_consumed = 0
-        self._dirty_seq = 0
-        self._persisted_seq = 0
-        self._persist_task: asyncio.Task[None] | None = None
-        self._persist_waiters: list[tuple[int, asyncio.Future[None]]] = []
-        self._last_persist_mono = -1e18
-        self.last_persist_error: str | None = None
+        self._persister = (
+            CursorPersister(
+                name, ml, store, self.snapshot, self._on_durable, lambda: self.state is CursorState.OPEN
+            )
+            if store is not None
+            else None
+        )
 
     # -- construction --------------------------------------------------------------------------
 
@@ -422,81 +419,24 @@ class ManagedCursorImpl:
         )
 
     async def _persist(self) -> None:
-        if self._store is None:
+        p = self._persister
+        if p is None:
             return
-        self._dirty_seq += 1
-        seq = self._dirty_seq
-        if self._persist_task is None:
-            self._persist_task = self.ml.ctx.supervisor.spawn(
-                self._persist_loop(), name=f"persist-{self._name}"
-            )
-        if self.ml.config_rate() > 0:
+        seq = p.changed()
+        if p.rate_per_s > 0:
             return
-        await self._wait_persisted(seq)
+        await p.wait(seq)
 
-    async def _wait_persisted(self, seq: int) -> None:
-        if self._persisted_seq >= seq:
-            return
-        fut = asyncio.get_running_loop().create_future()
-        self._persist_waiters.append((seq, fut))
-        try:
-            await asyncio.wait_for(asyncio.shield(fut), PERSIST_WAIT_TIMEOUT_S)
-        except TimeoutError:
-            raise ManagedLedgerStorageError(f"cursor {self._name}: persisting timed out") from None
-
-    async def _persist_loop(self) -> None:
-        clock = self.ml.ctx.clock
-        try:
-            while self._persisted_seq < self._dirty_seq:
-                rate = self.ml.config_rate()
-                if rate > 0 and self.state is CursorState.OPEN:
-                    wait_s = self._last_persist_mono + 1.0 / rate - clock.monotonic()
-                    if wait_s > 0:
-                        await clock.sleep(wait_s)
-                seq = self._dirty_seq
-                self._last_persist_mono = clock.monotonic()
-                snap = self.snapshot()
-                try:
-                    await self._store.persist(snap, self.ml.config)
-                except ManagedLedgerError as e:
-                    self.last_persist_error = repr(e)
-                    self._resolve_waiters(seq, e)
-                    if isinstance(e, ManagedLedgerFencedError):
-                        return
-                    self._persisted_seq = seq  # give up on this round; the next change retries
-                    continue
-                self._persisted_seq = seq
-                old_ledger = self.persisted_md.ledger_id
-                self.persisted_md = Position(*snap.mark_delete)
-                if self.persisted_md.ledger_id != old_ledger:
-                    self.ml.schedule_trim()  # a ledger may be fully consumed now
-                self.last_persist_error = None
-                self._resolve_waiters(seq, None)
-        finally:
-            self._persist_task = None
-
-    def _resolve_waiters(self, seq: int, error: Exception | None) -> None:
-        keep = []
-        for s, fut in self._persist_waiters:
-            if s <= seq:
-                if not fut.done():
-                    if error is None:
-                        fut.set_result(None)
-                    else:
-                        fut.set_exception(error)
-            else:
-                keep.append((s, fut))
-        self._persist_waiters = keep
+    def _on_durable(self, snap: CursorSnapshot) -> None:
+        old_ledger = self.persisted_md.ledger_id
+        self.persisted_md = Position(*snap.mark_delete)
+        if self.persisted_md.ledger_id != old_ledger:
+            self.ml.schedule_trim()  # a ledger may be fully consumed now
 
     async def flush(self) -> None:
         """Wait until every change so far is in a durable snapshot."""
-        if self._store is None:
-            return
-        if self._persisted_seq < self._dirty_seq and self._persist_task is None:
-            self._persist_task = self.ml.ctx.supervisor.spawn(
-                self._persist_loop(), name=f"persist-{self._name}"
-            )
-        await self._wait_persisted(self._dirty_seq)
+        if self._persister is not None:
+            await self._persister.flush()
 
     async def close(self) -> None:
         if self.state is CursorState.CLOSED:
@@ -513,9 +453,8 @@ class ManagedCursorImpl:
     async def delete_durable_state(self) -> None:
         if self.state is not CursorState.CLOSED:
             self.state = CursorState.CLOSING
-            if self._persist_task is not None:
-                self._persist_task.cancel()
             self.state = CursorState.CLOSED
-        self._resolve_waiters(self._dirty_seq, CursorAlreadyClosedError(f"cursor {self._name} deleted"))
+        if self._persister is not None:
+            self._persister.cancel(CursorAlreadyClosedError(f"cursor {self._name} deleted"))
         if self._store is not None:
             await self._store.delete(self.ml.config)

@@ -189,3 +189,24 @@ async def test_reader_on_terminated_ledger_gets_no_more_entries(harness) -> None
     await ml.terminate()
     with pytest.raises(NoMoreEntriesError):
         await asyncio.wait_for(waiting, 5)
+
+
+async def test_reads_skip_an_empty_ledger_left_by_a_failure(harness) -> None:
+    f = await harness.new_factory(small_config(max_entries_per_ledger=2))
+    ml = await f.open("t/ns/d/empty-ledger")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    a = [await ml.add_entry(b"a%d" % i) for i in range(2)]  # fills the first ledger
+    harness.bk.faults.fail_add(1)  # the first add to the second ledger fails: it stays empty
+    with pytest.raises(ManagedLedgerStorageError):
+        await ml.add_entry(b"lost")
+    b = [await ml.add_entry(b"b%d" % i) for i in range(2)]
+    infos = ml.ledgers()
+    empty = [li.ledger_id for li in infos if li.entries == 0 and li.ledger_id != ml.ledger_list.current_id]
+    assert len(empty) == 1 and a[0].ledger_id < empty[0] < b[0].ledger_id
+    assert ml.number_of_entries == 4 and c.number_of_entries_in_backlog() == 4
+    got = await c.read_entries(10)
+    assert [e.data for e in got] == [b"a0", b"a1", b"b0", b"b1"]
+    await c.mark_delete(a[1])
+    assert c.number_of_entries_in_backlog() == 2
+    await ml.trim_consumed_ledgers()
+    assert empty[0] not in [li.ledger_id for li in ml.ledgers()], "the empty ledger is trimmed too"
