@@ -198,3 +198,7 @@ def validate_path(path: str) -> None:
         raise ValueError(f"metadata path must not end with '/': {path!r}")
     if "//" in path:
         raise ValueError(f"metadata path has an empty segment: {path!r}")
+    if "\x00" in path:
+        raise ValueError(f"metadata path contains a NUL character: {path!r}")
+    if any(seg in (".", "..") for seg in path.split("/")):
+        raise ValueError(f"metadata path has a relative segment: {path!r}")

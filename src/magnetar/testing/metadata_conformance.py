@@ -278,7 +278,7 @@ async def check_closed_store(ctx: Ctx) -> None:
 
 async def check_invalid_paths(ctx: Ctx) -> None:
     s = await ctx.store()
-    for bad in ("relative", ctx.p("x") + "/", ctx.base + "//x"):
+    for bad in ("relative", ctx.p("x") + "/", ctx.base + "//x", ctx.p("nul\x00"), ctx.p("../x")):
         await _raises(ValueError, s.put(bad, b""))
 
 
