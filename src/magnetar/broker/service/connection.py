@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 READ_CHUNK_BYTES = 256 * 1024
 HANDLER_TIMEOUT_S = 25.0
 BACKPRESSURE_CHECK_S = 1.0
+MAX_REMEMBERED_CLOSED_PRODUCERS = 1024
 
 
 class Connection:
@@ -79,6 +80,7 @@ class Connection:
         self.client_version = ""
         self.producers: dict[int, Producer] = {}
         self.consumers: dict[int, Consumer] = {}
+        self.recently_closed_producers: dict[int, None] = {}
         self.closed = False
         self._max_pending = max(1, cfg.max_pending_publish_requests_per_connection)
         self._pending_publishes = 0
@@ -151,7 +153,15 @@ class Connection:
         """The broker drops a producer (unload, delete, failure): tell the client to reconnect."""
         if self.producers.get(producer.producer_id) is producer:
             del self.producers[producer.producer_id]
+            self._remember_closed_producer(producer.producer_id)
             self.write(cmds.close_producer(producer.producer_id))
+
+    def _remember_closed_producer(self, producer_id: int) -> None:
+        # SENDs already on the wire when we closed a producer are dropped, not fatal: the
+        # client re-sends every unacknowledged message once it has re-created the producer.
+        self.recently_closed_producers[producer_id] = None
+        while len(self.recently_closed_producers) > MAX_REMEMBERED_CLOSED_PRODUCERS:
+            del self.recently_closed_producers[next(iter(self.recently_closed_producers))]
 
     def broker_closed_consumer(self, consumer: Consumer) -> None:
         if self.consumers.get(consumer.consumer_id) is consumer:

@@ -17,14 +17,10 @@ same).  The switch of dispatch happens at once; Java's 1 s
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING
 
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.common.murmur3 import pulsar_hash
-
-if TYPE_CHECKING:
-    pass
 
 SUB_FAILOVER = 2
 RING_POINTS = 100
@@ -34,6 +30,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
     def __init__(self, subscription, sub_type: int) -> None:  # type: ignore[no-untyped-def]
         super().__init__(subscription, sub_type)
         self.active: Consumer | None = None
+        self._told: set[int] = set()  # id() of consumers that know who is active
 
     def consumers_changed(self) -> None:
         new = self._pick_active()
@@ -42,7 +39,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             # A newcomer still needs to learn who is active.
             if self.sub_type == SUB_FAILOVER and new is not None:
                 for c in self.consumers:
-                    if not getattr(c, "_told_active", False):
+                    if id(c) not in self._told:
                         self._tell(c, c is new)
             return
         self.active = new
@@ -53,8 +50,12 @@ class SingleActiveConsumerDispatcher(Dispatcher):
                 self._tell(c, c is new)
 
     def _tell(self, c: Consumer, is_active: bool) -> None:
-        c._told_active = True  # type: ignore[attr-defined]
+        self._told.add(id(c))
         c.cnx.send_active_consumer_change(c.consumer_id, is_active)
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        self._told.discard(id(consumer))
+        super().remove_consumer(consumer)
 
     def _pick_active(self) -> Consumer | None:
         live = [c for c in self.consumers if not c.closed]

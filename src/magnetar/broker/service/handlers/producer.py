@@ -11,7 +11,8 @@ SEND is the hot path and never awaits: it checks the CRC32-C (a mismatch is
 the one soft SEND_ERROR, ChecksumError), the size, then starts the add;
 receipts leave in order from the producer's pipeline.  A SEND for an unknown
 producer closes the connection, as Java does: the client reconnects and
-re-sends whatever was not acknowledged.
+re-sends whatever was not acknowledged -- except for a producer the broker
+itself closed a moment ago, whose in-flight SENDs are simply dropped.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def handle_send(cnx: Connection, frame: Any) -> None:
     cmd = frame.command
     producer = cnx.producers.get(cmd.producer_id)
     if producer is None:
+        if cmd.producer_id in cnx.recently_closed_producers:
+            return  # in flight when the broker closed it; the client re-sends after reconnecting
         log.warning(
             "SEND for unknown producer %s from %s: closing the connection", cmd.producer_id, cnx.peer_address
         )
