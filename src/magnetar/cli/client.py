@@ -62,6 +62,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--listener-name", help="advertised listener to connect to")
     p.add_argument("--tls-trust-cert-path", help="CA certificate file to trust")
     p.add_argument("--tls-allow-insecure", action="store_true", help="accept an untrusted server certificate")
+    p.add_argument(
+        "--log-level",
+        default="Warn",
+        choices=("Debug", "Info", "Warn", "Error"),
+        help="log level of the client library (default Warn)",
+    )
     csub = p.add_subparsers(dest="client_command", metavar="produce|consume|read", required=True)
 
     prod = csub.add_parser(
@@ -194,6 +200,8 @@ def make_client(args: argparse.Namespace) -> Any:
             pulsar, args.auth_plugin or conf.get("authPlugin"), args.auth_params or conf.get("authParams")
         ),
         "tls_allow_insecure_connection": args.tls_allow_insecure,
+        # the C++ library's own console logger: a Python logger would be called from C++ threads
+        "logger": pulsar.ConsoleLogger(getattr(pulsar.LoggerLevel, args.log_level)),
     }
     trust = args.tls_trust_cert_path or conf.get("tlsTrustCertsFilePath")
     if trust:
