@@ -218,6 +218,9 @@ class ManagedCursor(Protocol):
 
     def number_of_entries_in_backlog(self) -> int: ...
 
+    def estimated_backlog_size_bytes(self) -> int:
+        """Bytes of the entries after mark-delete (Pulsar's backlogSize estimate)."""
+
     def number_of_messages_in_backlog(self) -> int:
         """Unacked messages, using the batch sizes given to ``add_entry(num_messages=)``
         (one per entry where unknown) minus acked indexes of partly acked batches."""
@@ -263,6 +266,9 @@ class ManagedLedger(Protocol):
 
     @property
     def number_of_messages(self) -> int: ...
+
+    def estimated_backlog_size_bytes(self) -> int:
+        """Bytes after the slowest durable cursor (backlogSize; ``total_size`` is storageSize)."""
 
     async def offload_ledger(self, ledger_id: int, *, delete_from_bookkeeper: bool = False) -> None:
         """Copy a closed ledger through the factory's offloader and mark it offloaded."""

@@ -387,6 +387,10 @@ class ManagedCursorImpl:
         )
         return max(n, 0)
 
+    def estimated_backlog_size_bytes(self) -> int:
+        """Bytes of the entries after mark-delete (individual acks not subtracted, as Pulsar)."""
+        return self.ml.ledger_list.size_after(self._md)
+
     def number_of_messages_in_backlog(self) -> int:
         """Unacknowledged messages: batch sizes from ``add_entry(num_messages=)``, minus the
         acknowledged indexes of partly acked batches (see :mod:`.counts` for the estimate

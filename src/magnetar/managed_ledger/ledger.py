@@ -103,7 +103,16 @@ class ManagedLedgerImpl(LedgerWriter):
 
     @property
     def total_size(self) -> int:
+        """Storage size: bytes of every ledger still in the list (consumed or not)."""
         return self.ledger_list.total_size()
+
+    def estimated_backlog_size_bytes(self) -> int:
+        """Backlog size: bytes after the slowest durable cursor's mark-delete.  Storage size
+        minus this is what retention (or a slow trim) keeps beyond the backlog."""
+        cursors = self.durable_cursors()
+        if not cursors:
+            return 0
+        return self.ledger_list.size_after(min(c.mark_delete_position for c in cursors))
 
     @property
     def is_terminated(self) -> bool:

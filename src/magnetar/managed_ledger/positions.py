@@ -141,6 +141,21 @@ class LedgerList:
                 total += counts.messages_in(lid, lo, hi)
         return total
 
+    def size_after(self, pos: Position) -> int:
+        """Estimated bytes of the entries after ``pos`` (Pulsar's estimated backlog size):
+        whole ledgers after it, plus the average-size share of its own ledger."""
+        total = 0
+        for lid in self._ids[bisect_left(self._ids, pos.ledger_id) :]:
+            size = self.size_of(lid)
+            if lid == pos.ledger_id:
+                n = self.entries_of(lid)
+                left = n - 1 - pos.entry_id
+                if n > 0 and left > 0:
+                    total += size * left // n
+            else:
+                total += size
+        return total
+
     def advance(self, pos: Position, n: int) -> Position:
         """The existing position ``n`` entries after the existing position ``pos``
         (LAC.next() if that runs past the end)."""

@@ -149,3 +149,16 @@ async def test_find_position_by_publish_time_and_reset(manual_harness, clock) ->
     assert c.number_of_entries_in_backlog() == 23
     await c.reset_cursor(Position.EARLIEST)  # type: ignore[attr-defined]
     assert c.number_of_entries_in_backlog() == 40
+
+
+async def test_backlog_size_vs_storage_size(manual_harness) -> None:
+    f = await manual_harness.new_factory(small_config(retention_time_ms=-1, retention_size_bytes=-1))
+    ml = await f.open("t/ns/d/sizes")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    pos = [await ml.add_entry(b"q" * 100) for _ in range(30)]
+    assert ml.total_size == 3000
+    assert ml.estimated_backlog_size_bytes() == c.estimated_backlog_size_bytes() == 3000
+    await c.mark_delete(pos[14])
+    assert c.estimated_backlog_size_bytes() == 1500
+    await ml.trim_consumed_ledgers()
+    assert ml.total_size == 3000, "infinite retention keeps consumed ledgers: storage > backlog"
