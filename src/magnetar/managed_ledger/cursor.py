@@ -212,10 +212,12 @@ class ManagedCursorImpl:
 
     async def replay_entries(self, positions: Sequence[Position]) -> list[Entry]:
         self._check_open()
+        ll = self.ml.ledger_list
         out = []
         for p in sorted(set(positions)):
-            if not self.is_acknowledged(p):
-                out.append(await self.ml.reader.read_entry(p, read_ahead=False))
+            if self.is_acknowledged(p) or not 0 <= p.entry_id < ll.entries_of(p.ledger_id):
+                continue  # acked meanwhile, or its ledger was trimmed: nothing to redeliver
+            out.append(await self.ml.reader.read_entry(p, read_ahead=False))
         return out
 
     # -- acks -------------------------------------------------------------------------------------

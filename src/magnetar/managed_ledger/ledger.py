@@ -56,7 +56,13 @@ class ManagedLedgerImpl(LedgerWriter):
         self.ledger_list = LedgerList()
         self.meta = LedgerMetaStore(ctx.store, name, ctx.clock)
         self._handle: WriteHandle | None = None
-        self.reader = LedgerReader(ctx, self.ledger_list, config.password, lambda: self._handle)
+        self.reader = LedgerReader(
+            ctx,
+            self.ledger_list,
+            config.password,
+            lambda: self._handle,
+            lambda: self.config.read_ahead_entries,
+        )
         self._cursors: dict[str, ManagedCursorImpl] = {}
         self._seq = itertools.count()
         self._queue: list[AddOp] = []

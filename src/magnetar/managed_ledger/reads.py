@@ -32,11 +32,13 @@ class LedgerReader:
         ledgers: LedgerList,
         password: bytes,
         write_handle: Callable[[], ReadHandle | None],
+        read_ahead_entries: Callable[[], int] | None = None,
     ) -> None:
         self._ctx = ctx
         self._ledgers = ledgers
         self._password = password
         self._write_handle = write_handle
+        self._read_ahead_entries = read_ahead_entries or (lambda: ctx.read_ahead_entries)
         self._handles: OrderedDict[int, ReadHandle] = OrderedDict()
         self.entries_read_from_bookies = 0
 
@@ -49,7 +51,7 @@ class LedgerReader:
         if start > last:
             return out
         end_of_ledger = self._ledgers.entries_of(ledger_id) - 1
-        extra = self._ctx.read_ahead_entries if read_ahead else 0
+        extra = self._read_ahead_entries() if read_ahead else 0
         fetch_last = max(last, min(last + extra, end_of_ledger))
         handle = await self._handle_for(ledger_id)
         try:

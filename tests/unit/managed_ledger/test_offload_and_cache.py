@@ -138,3 +138,17 @@ async def test_list_names_exists_and_delete(harness) -> None:
     assert not await f.exists("a/ns/persistent/t1")
     assert p.ledger_id not in harness.bk.ledger_ids()
     assert await f.list_names("a/") == ["a/ns/persistent/t2"]
+
+
+async def test_replay_skips_acked_and_trimmed_positions(harness) -> None:
+    f = await harness.new_factory(small_config(retention_time_ms=0, retention_size_bytes=0))
+    ml = await f.open("t/ns/d/replay")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    pos = [await ml.add_entry(b"p%02d" % i) for i in range(25)]
+    await c.delete([pos[12]])
+    old = [pos[2], pos[5]]
+    await c.mark_delete(pos[10])
+    await ml.trim_consumed_ledgers()
+    assert pos[2].ledger_id not in [li.ledger_id for li in ml.ledgers()]
+    got = await c.replay_entries(old + [pos[12], pos[13], pos[20]])
+    assert [e.data for e in got] == [b"p13", b"p20"]
