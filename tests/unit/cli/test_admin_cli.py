@@ -544,3 +544,35 @@ def test_invalid_policy_values_are_refused_before_sending(fake, capsys):
     assert admin("namespaces", "set-auto-topic-creation", "t/ns", "-e", "-t", "partitioned") == 1
     assert admin("topics", "reset-cursor", T, "-s", "s") == 1  # neither --time nor --messageId
     assert fake.requests == []
+
+
+def test_reset_cursor_by_relative_time_sends_epoch_ms(fake):
+    import time
+
+    before_ms = int(time.time() * 1000)
+    assert admin("topics", "reset-cursor", T, "-s", "s", "-t", "10m") == 0
+    path = fake.last().url.path
+    assert path.startswith(TP + "/subscription/s/resetcursor/")
+    ts = int(path.rsplit("/", 1)[1])
+    assert before_ms - 600_000 - 5_000 <= ts <= int(time.time() * 1000) - 600_000
+
+
+def test_peek_n_calls_each_position_and_lookup_prints_broker_url(fake, capsys):
+    import httpx
+
+    for i in (1, 2):
+        fake.canned[("GET", TP + f"/subscription/s/position/{i}")] = httpx.Response(
+            200, content=f"m{i}".encode(), headers={"X-Pulsar-Message-ID": f"1:{i}"}
+        )
+    fake.canned[("GET", "/lookup/v2/topic/persistent/t/ns/x")] = httpx.Response(
+        200, json={"brokerUrl": "pulsar://h:6650", "httpUrl": "http://h:8080"}
+    )
+    assert admin("topics", "peek-messages", T, "-s", "s", "-n", "2") == 0
+    assert [r.url.path for r in fake.requests] == [
+        TP + "/subscription/s/position/1",
+        TP + "/subscription/s/position/2",
+    ]
+    out = capsys.readouterr().out
+    assert "Message ID: 1:1" in out and "Message ID: 1:2" in out and "-" * 73 in out
+    assert admin("topics", "lookup", T) == 0
+    assert capsys.readouterr().out.strip() == "pulsar://h:6650"
