@@ -62,7 +62,9 @@ class BookKeeperClient:
             rng=rng,
             config=config,
             supervisor=sup,
-            registry=BookieRegistry(metadata_store, clock, config.bookie_list_refresh_ms),
+            registry=BookieRegistry(
+                metadata_store, clock, config.bookie_list_refresh_ms, config.bookie_quarantine_ms
+            ),
             placement=make_policy(config.placement_policy, rng.fork("placement")),
         )
         self._closed = False
@@ -97,7 +99,10 @@ class BookKeeperClient:
         ctx = self.ctx
         bookies = await self._meta(ctx.registry.writable_bookies(), "list bookies")
         racks = await self._meta(ctx.registry.racks(), "read racks")
-        ensemble = ctx.placement.new_ensemble(ensemble_size, write_quorum, bookies, racks, set())
+        quarantined = ctx.registry.quarantined()
+        if len([b for b in bookies if b not in quarantined]) < ensemble_size:
+            quarantined = set()  # better a recently sick bookie than no ledger
+        ensemble = ctx.placement.new_ensemble(ensemble_size, write_quorum, bookies, racks, quarantined)
         now_ms = ctx.clock.time_ms()
 
         def make(ledger_id: int) -> api.LedgerMetadata:

@@ -33,6 +33,9 @@ class ClientConfig:
     # handle gives up with NotEnoughBookiesError, and the pause between attempts.
     ensemble_change_attempts_max: int = 5
     ensemble_change_backoff_ms: int = 200
+    # A bookie that failed a write is not picked as a replacement for this long
+    # (BK: bookieQuarantineTimeSeconds); stops a writer flapping between sick bookies.
+    bookie_quarantine_ms: int = 30_000
     # Reads of a range are split into batches fetched concurrently (bounded).
     read_parallelism_max: int = 64
     # Recovery reads forward from the LAC; this bounds how far (a sanity limit).

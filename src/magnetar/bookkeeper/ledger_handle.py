@@ -15,8 +15,8 @@ replaced could leave it on too few bookies of its recorded ensemble.  The
 change task picks a replacement with the placement policy, and CASes a new
 fragment starting at ``LAC + 1`` into the metadata (replacing a fragment
 that already starts there).  Then each pending entry keeps only the acks of
-bookies still in its write set, is sent to the write-set bookies it was not
-sent to, and completions resume.  New adds made during a change are queued
+bookies still in its write set, is sent to the write-set bookies that have
+neither acked it nor a request in flight, and completions resume.  New adds made during a change are queued
 and sent afterwards.  If no replacement can be found after
 ``ensemble_change_attempts_max`` tries the handle is BROKEN.
 
@@ -81,8 +81,8 @@ class PendingAdd:
     framed: bytes
     length: int
     future: asyncio.Future[int]
-    sent_to: set[str] = field(default_factory=set)
-    acked: set[str] = field(default_factory=set)
+    inflight: set[str] = field(default_factory=set)  # bookies with an outstanding request
+    acked: set[str] = field(default_factory=set)  # bookies of the current write set that acked
 
 
 class LedgerHandle:
@@ -230,8 +230,8 @@ class LedgerHandle:
 
     def _send(self, p: PendingAdd) -> None:
         for bookie in self._md.write_set(p.entry_id):
-            if bookie not in p.sent_to:
-                p.sent_to.add(bookie)
+            if bookie not in p.inflight and bookie not in p.acked:
+                p.inflight.add(bookie)
                 self._ctx.supervisor.spawn(self._send_one(p, bookie), name=f"bk-add-{self.ledger_id}")
 
     async def _send_one(self, p: PendingAdd, bookie: str) -> None:
@@ -248,8 +248,10 @@ class LedgerHandle:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            p.inflight.discard(bookie)
             self._on_add_failed(p, bookie, exc)
             return
+        p.inflight.discard(bookie)
         self._on_add_ok(p, bookie)
 
     def _on_add_ok(self, p: PendingAdd, bookie: str) -> None:
@@ -272,6 +274,7 @@ class LedgerHandle:
             return  # already replaced
         log.info("ledger %d: bookie %s failed entry %d: %r", self.ledger_id, bookie, p.entry_id, exc)
         self._failed.setdefault(bookie, exc)
+        self._ctx.registry.mark_failed(bookie)
         self._changing = True
         if self._change_task is None or self._change_task.done():
             self._change_task = self._ctx.supervisor.spawn(
@@ -307,16 +310,19 @@ class LedgerHandle:
                 except api.LedgerFencedError as exc:
                     self._set_state(HandleState.FENCED, exc)
                     return
-                except (api.NotEnoughBookiesError, api.MetadataVersionError, api.BKTimeoutError) as exc:
+                except (api.NoSuchLedgerError, UnauthorizedError) as exc:
+                    self._set_state(HandleState.BROKEN, exc)
+                    return
+                except Exception as exc:  # no bookie, CAS race, metadata store trouble: retry, bounded
                     attempts += 1
+                    log.info(
+                        "ledger %d: ensemble change attempt %d failed: %r", self.ledger_id, attempts, exc
+                    )
                     if attempts >= cfg.ensemble_change_attempts_max:
                         self._set_state(HandleState.BROKEN, translate(exc, self.ledger_id))
                         return
                     await self._ctx.clock.sleep(cfg.ensemble_change_backoff_ms / 1000.0)
                     continue
-                except api.BKError as exc:
-                    self._set_state(HandleState.BROKEN, exc)
-                    return
                 self.ensemble_changes += 1
                 for b in failed:
                     self._failed.pop(b, None)
@@ -328,6 +334,8 @@ class LedgerHandle:
             if self._state not in _TERMINAL and not any(b in self._md.ensembles[-1][1] for b in self._failed):
                 self._failed.clear()
                 self._changing = False
+                for p in list(self._pending):  # adds pushed during the change were held back
+                    self._send(p)
                 self._complete_ready()
 
     async def _change_ensemble(self, failed: list[str]) -> tuple[api.LedgerMetadata, int]:
@@ -335,7 +343,7 @@ class LedgerHandle:
         bookies = await ctx.registry.writable_bookies()
         racks = await ctx.registry.racks()
         ensemble = list(self._md.ensembles[-1][1])
-        exclude = set(failed) | set(self._failed)
+        exclude = set(failed) | set(self._failed) | ctx.registry.quarantined()
         for i, b in enumerate(ensemble):
             if b in failed:
                 ensemble[i] = ctx.placement.replace_bookie(

@@ -81,9 +81,9 @@ def from_json(raw: bytes) -> LedgerMetadata:
 def with_fragment(md: LedgerMetadata, first_entry_id: int, ensemble: Sequence[str]) -> LedgerMetadata:
     """A new last fragment starting at ``first_entry_id`` (replacing one that starts there)."""
     fragments = [f for f in md.ensembles if f[0] < first_entry_id]
-    if fragments and fragments[-1][1] == tuple(ensemble):
-        return md
-    fragments.append((first_entry_id, tuple(ensemble)))
+    if not fragments or fragments[-1][1] != tuple(ensemble):
+        fragments.append((first_entry_id, tuple(ensemble)))
+    # else: the new ensemble equals the previous fragment's, which simply extends
     return replace(md, ensembles=tuple(fragments))
 
 

@@ -6,6 +6,11 @@ bookie's rack (the value of ``RACKS_PATH/<bookie>``; none means
 ``/default-rack``).  It caches both and re-reads them when the metadata store
 notifies a change under those paths, or after ``refresh_ms`` at the latest.
 
+The registry also remembers bookies that recently failed a write
+(``mark_failed``); they stay *quarantined* for ``quarantine_ms`` and are not
+chosen as replacements, and new ensembles use them only when nothing else
+is left.
+
 A placement policy turns that into an ensemble.  Both policies draw from the
 injected :class:`~magnetar.runtime.Rng` over a *sorted* candidate list, so a
 seed reproduces placements exactly:
@@ -179,14 +184,28 @@ def make_policy(name: str, rng: Rng) -> PlacementPolicy:
 class BookieRegistry:
     """Cached view of writable bookies and racks, invalidated by store notifications."""
 
-    def __init__(self, store: MetadataStore, clock: Clock, refresh_ms: int = 5_000) -> None:
+    def __init__(
+        self, store: MetadataStore, clock: Clock, refresh_ms: int = 5_000, quarantine_ms: int = 30_000
+    ) -> None:
         self._store = store
         self._clock = clock
         self._refresh_s = refresh_ms / 1000.0
         self._bookies: list[str] | None = None
         self._racks: dict[str, str] | None = None
         self._read_at = 0.0
+        self._quarantine_s = quarantine_ms / 1000.0
+        self._failed_at: dict[str, float] = {}
         store.add_listener(self._on_notification)
+
+    def mark_failed(self, bookie_id: str) -> None:
+        """A write to ``bookie_id`` failed: avoid it as a replacement for a while."""
+        self._failed_at[bookie_id] = self._clock.monotonic()
+
+    def quarantined(self) -> set[str]:
+        now = self._clock.monotonic()
+        for b in [b for b, t in self._failed_at.items() if now - t >= self._quarantine_s]:
+            del self._failed_at[b]
+        return set(self._failed_at)
 
     def _on_notification(self, n: Notification) -> None:
         if n.path.startswith(AVAILABLE_PATH):

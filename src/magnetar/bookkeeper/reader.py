@@ -64,19 +64,31 @@ class EntryReader:
         )
         return decode_entry(raw, self._ledger_id, entry_id)
 
+    async def _attempt(self, bookie_id: str, entry_id: int) -> tuple[EntryHeader, bytes] | BaseException:
+        """Like :meth:`read_from` but returns the error instead of raising (for spawned reads)."""
+        try:
+            return await self.read_from(bookie_id, entry_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return exc
+
     async def read_entry(self, replicas: Sequence[str], entry_id: int) -> tuple[EntryHeader, bytes]:
         ctx = self._ctx
-        events: asyncio.Queue[tuple[str, asyncio.Task[tuple[EntryHeader, bytes]] | None]] = asyncio.Queue(
-            maxsize=2 * len(replicas) + 2
+        events: asyncio.Queue[tuple[str, asyncio.Task[tuple[EntryHeader, bytes] | BaseException] | None]] = (
+            asyncio.Queue(maxsize=2 * len(replicas) + 2)
         )
-        tasks: list[asyncio.Task[tuple[EntryHeader, bytes]]] = []
+        tasks: list[asyncio.Task[tuple[EntryHeader, bytes] | BaseException]] = []
         errors: list[BaseException] = []
         spec_s = ctx.config.speculative_read_timeout_ms / 1000.0
         timer = None
 
+        if ctx.supervisor.closed:
+            raise api.BKClosedError("the BookKeeper client is closed")
+
         def launch() -> None:
             nonlocal timer
-            task = ctx.supervisor.spawn(self.read_from(replicas[len(tasks)], entry_id), name="bk-read")
+            task = ctx.supervisor.spawn(self._attempt(replicas[len(tasks)], entry_id), name="bk-read")
             task.add_done_callback(lambda t: events.put_nowait(("done", t)))
             tasks.append(task)
             if timer is not None:
@@ -100,10 +112,10 @@ class EntryReader:
                 outstanding -= 1
                 if task.cancelled():
                     errors.append(bookie_api.BookieUnavailableError("read cancelled"))
-                elif task.exception() is None:
-                    return task.result()
+                elif isinstance(result := task.result(), BaseException):
+                    errors.append(result)
                 else:
-                    errors.append(task.exception())  # type: ignore[arg-type]
+                    return result
                 if len(tasks) < len(replicas):
                     launch()
                     outstanding += 1
