@@ -544,7 +544,13 @@ class LedgerStorage:
     async def _checkpoint_now(self, replay_mark: JournalPosition | None = None) -> JournalPosition:
         async with self._checkpoint_lock:
             # --- one synchronous step: the mark and the cache swap agree ---
-            mark = replay_mark if replay_mark is not None else self.journal.synced_position
+            # After a restart the write cache also holds what the replay read, up to _replayed_to
+            # (the journal's own position starts over in a new file).
+            mark = (
+                replay_mark
+                if replay_mark is not None
+                else max(self.journal.synced_position, self._replayed_to)
+            )
             synced_count = self.journal.synced_count
             if mark < self.mark:
                 mark = self.mark
