@@ -62,8 +62,9 @@ class Brokers(Resource):
         return self._run(call("GET", f"{BASE}/backlog-quota-check", expect=Expect.NONE))
 
     def shutdown(
-        self, *, max_concurrent_unload_per_sec: int | None = None, forced_terminate_topic: bool = True
+        self, *, max_concurrent_unload_per_sec: int | None = None, forced_terminate_topic: bool | None = None
     ) -> Any:
+        """Graceful shutdown; unset parameters are left to the broker's defaults."""
         params = {
             "maxConcurrentUnloadPerSec": max_concurrent_unload_per_sec,
             "forcedTerminateTopic": forced_terminate_topic,

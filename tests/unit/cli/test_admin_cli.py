@@ -576,3 +576,26 @@ def test_peek_n_calls_each_position_and_lookup_prints_broker_url(fake, capsys):
     assert "Message ID: 1:1" in out and "Message ID: 1:2" in out and "-" * 73 in out
     assert admin("topics", "lookup", T) == 0
     assert capsys.readouterr().out.strip() == "pulsar://h:6650"
+
+
+def test_partitioned_lookup_and_autoupdate_strategy(fake, capsys):
+    import httpx
+
+    fake.canned[("GET", TP + "/partitions")] = httpx.Response(200, json={"partitions": 2})
+    for i in (0, 1):
+        fake.canned[("GET", f"/lookup/v2/topic/persistent/t/ns/x-partition-{i}")] = httpx.Response(
+            200, json={"brokerUrl": f"pulsar://b{i}:6650"}
+        )
+    assert admin("topics", "partitioned-lookup", T) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{T}-partition-0    pulsar://b0:6650",
+        f"{T}-partition-1    pulsar://b1:6650",
+    ]
+    fake.tenants["t"] = {}
+    fake.namespaces["t/ns"] = {"policies": {}}
+    assert admin("namespaces", "set-schema-autoupdate-strategy", "t/ns", "-d") == 0
+    req = fake.last()
+    assert (req.method, req.url.path) == ("PUT", NS + "/schemaAutoUpdateCompatibilityStrategy")
+    assert fake.body() == "AutoUpdateDisabled"
+    assert admin("non-persistent", "stats", "non-persistent://t/ns/np") in (0, 1)
+    assert fake.last().url.path == "/admin/v2/non-persistent/t/ns/np/stats"

@@ -50,7 +50,12 @@ GROUPS = (
     ("clusters", "operations on clusters (service URLs, peers, failure domains)", clusters.register, ()),
     ("tenants", "operations on tenants (admin roles, allowed clusters)", tenants.register, ()),
     ("namespaces", "operations on namespaces and their policies", namespaces.register, ()),
-    ("topics", "operations on persistent and non-persistent topics", topics.register, ("persistent",)),
+    (
+        "topics",
+        "operations on persistent and non-persistent topics",
+        topics.register,
+        ("persistent", "non-persistent"),
+    ),
     (
         "topicPolicies",
         "topic-level policies (override the namespace's)",

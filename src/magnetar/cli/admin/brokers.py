@@ -90,6 +90,17 @@ def register_brokers(sub: argparse._SubParsersAction) -> None:
         "run the backlog quota check now",
         lambda c, a: c.admin.brokers.backlog_quota_check(),
     )
+    p = command(
+        sub,
+        "shutdown",
+        "shut the broker down gracefully (unloads its bundles first)",
+        lambda c, a: c.admin.brokers.shutdown(
+            max_concurrent_unload_per_sec=a.max_concurrent_unload_per_sec,
+            forced_terminate_topic=True if a.forced_terminate_topic else None,
+        ),
+    )
+    p.add_argument("-m", "--max-concurrent-unload-per-sec", type=int, help="bundle unloads per second")
+    p.add_argument("-f", "--forced-terminate-topic", action="store_true", help="terminate topics forcibly")
     command(
         sub,
         "version",

@@ -353,6 +353,27 @@ def strategy(text: str) -> str:
         raise argparse.ArgumentTypeError(f"unknown strategy '{text}'") from None
 
 
+AUTO_UPDATE_STRATEGIES = (
+    "Backward",
+    "Forward",
+    "Full",
+    "AlwaysCompatible",
+    "BackwardTransitive",
+    "ForwardTransitive",
+    "FullTransitive",
+)
+
+
+def autoupdate_flags(p: argparse.ArgumentParser, level: str) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("-c", "--compatibility", choices=AUTO_UPDATE_STRATEGIES, help="compatibility level")
+    g.add_argument("-d", "--disabled", action="store_true", help="disable automatic schema updates")
+
+
+def autoupdate(a: argparse.Namespace) -> str:
+    return "AutoUpdateDisabled" if a.disabled else a.compatibility
+
+
 def sub_types(text: str) -> list[str]:
     out = []
     for t in csv(text):

@@ -368,6 +368,15 @@ TABLE: tuple[PolicyCmd, ...] = (
         get_stem="",
     ),
     P(
+        "schema_autoupdate_strategy",
+        "schema-autoupdate-strategy",
+        None,
+        "schema auto-update compatibility strategy (deprecated)",
+        pf.autoupdate_flags,
+        pf.autoupdate,
+        remove_verb=None,
+    ),
+    P(
         "subscription_auth_mode",
         "subscription-auth-mode",
         None,

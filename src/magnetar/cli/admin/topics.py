@@ -117,6 +117,10 @@ def _lifecycle(sub: argparse._SubParsersAction) -> None:
     p = command(sub, "lookup", "print the broker serving a topic", _lookup)
     topic_arg(p)
     p = command(
+        sub, "partitioned-lookup", "print the broker serving each partition of a topic", _partitioned_lookup
+    )
+    topic_arg(p)
+    p = command(
         sub,
         "bundle-range",
         "print the namespace bundle a topic belongs to",
@@ -318,6 +322,23 @@ def _lookup(c: Ctx, a: argparse.Namespace) -> None:
         c.print(str(data["brokerUrl"]))
     else:
         c.emit(data)
+
+
+def _partitioned_lookup(c: Ctx, a: argparse.Namespace) -> None:
+    from magnetar.common.naming import TopicName
+
+    meta = c.admin.topics.get_partitioned_metadata(a.topic) or {}
+    base = TopicName.get(a.topic)
+    names = [str(base.get_partition(i)) for i in range(int(meta.get("partitions", 0)))] or [str(base)]
+    owners = {}
+    for name in names:
+        data = c.admin.topics.lookup(name) or {}
+        owners[name] = data.get("brokerUrl", data) if isinstance(data, dict) else data
+    if c.output == "text":
+        for name, url in owners.items():
+            c.print(f"{name}    {url}")
+    else:
+        c.emit(owners)
 
 
 def _terminate(c: Ctx, a: argparse.Namespace) -> None:
