@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from magnetar.broker.service.subscription import Subscription
 
 
+MAX_TRACKED_IN_FLIGHT_SINGLE = 100_000
+
+
 @dataclass(slots=True)
 class OutboundEntry:
     """An entry ready to dispatch: its message count, redelivery count and pending batch bits."""
@@ -62,6 +65,9 @@ class Consumer:
         self.metadata = metadata
         self.connected_since_ms = connected_since_ms
         self.permits = 0
+        # Shared consumers must remember every message in flight (that is how they are
+        # redelivered); single-active ones only need a bounded window for redelivery counts.
+        self.max_tracked = MAX_TRACKED_IN_FLIGHT_SINGLE if sub_type in (0, 2) else 1 << 62
         self.pending_acks: dict[Position, int] = {}
         self.unacked_messages = 0
         self.blocked = False
@@ -95,6 +101,11 @@ class Consumer:
             if pos not in self.pending_acks:
                 self.unacked_messages += out.num_messages
             self.pending_acks[pos] = out.num_messages
+            if len(self.pending_acks) > self.max_tracked:
+                # Single-active subscriptions redeliver by rewinding the cursor, so forgetting
+                # the oldest in-flight position only loses its redelivery count, not the message.
+                old = next(iter(self.pending_acks))
+                self.unacked_messages -= self.pending_acks.pop(old)
             self.msg_out_counter += out.num_messages
             self.bytes_out_counter += len(out.entry.data)
             if out.redelivery_count:

@@ -114,6 +114,20 @@ class Dispatcher:
         if positions:
             self.notify()
 
+    def rewind(self, counted: list[Position]) -> None:
+        """Single-active redelivery (Java's cursor rewind): read again from the mark-delete position.
+
+        ``counted`` are the in-flight positions we know of; each gets one more redelivery.
+        A read in flight is dropped (epoch) so nothing older overtakes the rewind.
+        """
+        if self._track_redeliveries:
+            for pos in counted:
+                self.redelivery_counts[pos] = self.redelivery_counts.get(pos, 0) + 1
+        self._epoch += 1
+        self._redeliver.clear()
+        self.subscription.cursor.rewind()
+        self.notify()
+
     def requeue(self, positions: list[Position]) -> None:
         """Put back positions read but not delivered (no extra redelivery count)."""
         for pos in positions:

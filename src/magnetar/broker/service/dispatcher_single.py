@@ -8,9 +8,10 @@ take ``sorted[partitionIndex % n]`` on a partition of a partitioned topic.
 On a non-partitioned topic Java hashes consumer names onto a ring (Murmur3,
 100 points each) and takes the first point at or after the topic's hash; we
 use the same rule.  When the active consumer changes, every consumer gets
-ACTIVE_CONSUMER_CHANGE and what the old active one had in flight is queued
-for redelivery to the new one (Java rewinds the cursor; the effect is the
-same).  The switch of dispatch happens at once; Java's 1 s
+ACTIVE_CONSUMER_CHANGE and the cursor is rewound to the mark-delete
+position, so what the old active one had not acknowledged goes to the new one
+(as Java does).  A consumer's REDELIVER without ids (nack, ack timeout on
+Exclusive/Failover) rewinds the same way.  The switch of dispatch happens at once; Java's 1 s
 ``activeConsumerFailoverDelayTimeMillis`` only delays reads, which we skip.
 """
 
@@ -43,8 +44,9 @@ class SingleActiveConsumerDispatcher(Dispatcher):
                         self._tell(c, c is new)
             return
         self.active = new
-        if old is not None and not old.closed:
-            self.redeliver(old.take_pending())
+        if old is not None:
+            # What the old active consumer had in flight goes to the new one (a rewind).
+            self.rewind(old.take_pending())
         if self.sub_type == SUB_FAILOVER:
             for c in self.consumers:
                 self._tell(c, c is new)
@@ -55,7 +57,16 @@ class SingleActiveConsumerDispatcher(Dispatcher):
 
     def remove_consumer(self, consumer: Consumer) -> None:
         self._told.discard(id(consumer))
-        super().remove_consumer(consumer)
+        if consumer in self.consumers:
+            self.consumers.remove(consumer)
+        if consumer is not self.active:
+            consumer.take_pending()
+        self.consumers_changed()  # the active one leaving rewinds the cursor
+        self.notify()
+
+    def redeliver_all(self, consumer: Consumer) -> None:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES without ids: rewind to the mark-delete position."""
+        self.rewind(consumer.take_pending())
 
     def _pick_active(self) -> Consumer | None:
         live = [c for c in self.consumers if not c.closed]

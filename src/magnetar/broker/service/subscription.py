@@ -137,10 +137,11 @@ class Subscription:
     def redeliver_unacknowledged(self, consumer: Consumer, positions: list[Position] | None) -> None:
         if self.dispatcher is None:
             return
-        if positions is None or self.sub_type in (SUB_EXCLUSIVE, SUB_FAILOVER):
-            taken = consumer.take_pending()
-        else:
-            taken = consumer.take_pending(positions)
+        if isinstance(self.dispatcher, SingleActiveConsumerDispatcher):
+            if consumer is self.dispatcher.active:
+                self.dispatcher.redeliver_all(consumer)
+            return
+        taken = consumer.take_pending(positions)
         self.dispatcher.redeliver(taken)
 
     # ------------------------------------------------------------ seek
