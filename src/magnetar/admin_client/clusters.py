@@ -71,3 +71,11 @@ class Clusters(Resource):
     def delete_namespace_isolation_policy(self, cluster: str, policy: str) -> Any:
         path = f"{BASE}/{seg(cluster)}/namespaceIsolationPolicies/{seg(policy)}"
         return self._run(call("DELETE", path, expect=Expect.NONE))
+
+    def get_brokers_with_namespace_isolation_policy(self, cluster: str) -> Any:
+        """``[{"brokerName", "policyName", "namespaceRegex", "primary"}, ...]``."""
+        return self._run(call("GET", f"{BASE}/{seg(cluster)}/namespaceIsolationPolicies/brokers"))
+
+    def get_broker_with_namespace_isolation_policy(self, cluster: str, broker: str) -> Any:
+        path = f"{BASE}/{seg(cluster)}/namespaceIsolationPolicies/brokers/{seg(broker)}"
+        return self._run(call("GET", path))

@@ -599,3 +599,30 @@ def test_partitioned_lookup_and_autoupdate_strategy(fake, capsys):
     assert fake.body() == "AutoUpdateDisabled"
     assert admin("non-persistent", "stats", "non-persistent://t/ns/np") in (0, 1)
     assert fake.last().url.path == "/admin/v2/non-persistent/t/ns/np/stats"
+
+
+def test_ns_isolation_policy_set(fake):
+    argv = [
+        "ns-isolation-policy",
+        "set",
+        "c1",
+        "p1",
+        "--namespaces",
+        "t/ns.*",
+        "--primary",
+        "b1.*",
+        "--auto-failover-policy-params",
+        "min_limit=1,usage_threshold=80",
+    ]
+    admin(*argv)
+    req = fake.last()
+    assert (req.method, req.url.path) == ("POST", "/admin/v2/clusters/c1/namespaceIsolationPolicies/p1")
+    assert fake.body() == {
+        "namespaces": ["t/ns.*"],
+        "primary": ["b1.*"],
+        "secondary": [],
+        "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": "1", "usage_threshold": "80"},
+        },
+    }

@@ -76,6 +76,12 @@ GROUPS = (
     ),
     ("bookies", "registered bookies and their rack placement", brokers.register_bookies, ()),
     ("schemas", "the schema registry: schemas of topics", schemas.register, ()),
+    (
+        "ns-isolation-policy",
+        "namespace isolation policies: which brokers serve which namespaces",
+        clusters.register_ns_isolation,
+        (),
+    ),
 )
 
 

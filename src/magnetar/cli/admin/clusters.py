@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from magnetar.admin_client import ClusterData
-from magnetar.cli.admin.common import Ctx, command, csv
+from magnetar.cli.admin.common import Ctx, command, csv, kv_map
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -112,3 +112,71 @@ def _create(c: Ctx, a: argparse.Namespace) -> None:
 
 def _update(c: Ctx, a: argparse.Namespace) -> None:
     c.admin.clusters.update(a.cluster, _data(a))
+
+
+def register_ns_isolation(sub: argparse._SubParsersAction) -> None:
+    """``ns-isolation-policy``: which brokers may serve which namespaces."""
+    p = command(sub, "set", "create or update a namespace isolation policy", _set_isolation)
+    _cluster(p)
+    p.add_argument("policy", help="policy name")
+    p.add_argument("--namespaces", required=True, help="comma-separated namespace regexes")
+    p.add_argument("--primary", required=True, help="comma-separated primary broker regexes")
+    p.add_argument("--secondary", help="comma-separated secondary broker regexes")
+    p.add_argument(
+        "--auto-failover-policy-type", default="min_available", help="failover policy type (min_available)"
+    )
+    p.add_argument(
+        "--auto-failover-policy-params",
+        required=True,
+        help="comma-separated k=v, e.g. min_limit=1,usage_threshold=80",
+    )
+    for name, doc, fn in (
+        (
+            "get",
+            "print a namespace isolation policy",
+            lambda c, a: c.emit(c.admin.clusters.get_namespace_isolation_policy(a.cluster, a.policy)),
+        ),
+        (
+            "delete",
+            "delete a namespace isolation policy",
+            lambda c, a: c.admin.clusters.delete_namespace_isolation_policy(a.cluster, a.policy),
+        ),
+    ):
+        p = command(sub, name, doc, fn)
+        _cluster(p)
+        p.add_argument("policy", help="policy name")
+    p = command(
+        sub,
+        "list",
+        "list the namespace isolation policies of a cluster",
+        lambda c, a: c.emit(c.admin.clusters.list_namespace_isolation_policies(a.cluster)),
+    )
+    _cluster(p)
+    p = command(
+        sub,
+        "brokers",
+        "list brokers with the isolation policies that apply to them",
+        lambda c, a: c.emit(c.admin.clusters.get_brokers_with_namespace_isolation_policy(a.cluster)),
+    )
+    _cluster(p)
+    p = command(
+        sub,
+        "broker",
+        "print the isolation policies that apply to one broker",
+        lambda c, a: c.emit(c.admin.clusters.get_broker_with_namespace_isolation_policy(a.cluster, a.broker)),
+    )
+    _cluster(p)
+    p.add_argument("--broker", required=True, help="broker address host:port")
+
+
+def _set_isolation(c: Ctx, a: argparse.Namespace) -> None:
+    data = {
+        "namespaces": csv(a.namespaces),
+        "primary": csv(a.primary),
+        "secondary": csv(a.secondary),
+        "auto_failover_policy": {
+            "policy_type": a.auto_failover_policy_type,
+            "parameters": kv_map(a.auto_failover_policy_params),
+        },
+    }
+    c.admin.clusters.set_namespace_isolation_policy(a.cluster, a.policy, data)
