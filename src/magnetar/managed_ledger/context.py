@@ -20,6 +20,9 @@ from magnetar.runtime import Clock, TaskSupervisor
 
 # Bounds of the managed ledger (DESIGN: every queue and wait has one).
 MAX_QUEUED_ADDS = 100_000
+# Adds in flight on the ledger client per managed ledger; below bookkeeper's pending_adds_max
+# (10,000 by default) so the client never parks an add waiting for room.
+MAX_INFLIGHT_ADDS = 5_000
 LOCK_TIMEOUT_S = 120.0
 DRAIN_TIMEOUT_S = 120.0
 READ_HANDLES_MAX = 32

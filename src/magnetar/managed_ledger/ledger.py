@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -65,7 +66,7 @@ class ManagedLedgerImpl(LedgerWriter):
         )
         self._cursors: dict[str, ManagedCursorImpl] = {}
         self._seq = itertools.count()
-        self._queue: list[AddOp] = []
+        self._queue: deque[AddOp] = deque()
         self._unstarted = 0
         self._inflight = 0
         self._issued_entries = 0

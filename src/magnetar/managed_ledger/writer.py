@@ -11,7 +11,10 @@ task: issue order = call order, and BookKeeper completes in issue order.  When
 there is no writable handle (rolling over, creating a ledger) adds wait in a
 queue kept in call-sequence order; when the next ledger is ready the queue is
 issued in order by one task per add, and until those tasks have all started
-new adds take the same path, so nothing overtakes.  An add waiting for a
+new adds take the same path, so nothing overtakes.  At most MAX_INFLIGHT_ADDS
+are in flight per managed ledger (below the ledger client's own pending-add
+limit, so it never makes an add wait for room, where a later caller could
+overtake it); more wait in the queue.  An add waiting for a
 ledger gives up after ``add_entry_timeout_ms`` (it was never issued, so it
 is not written).
 
@@ -37,6 +40,7 @@ tries again.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import replace
 
 from magnetar.bookkeeper.api import BKError, LedgerFencedError, WriteHandle
@@ -48,7 +52,13 @@ from magnetar.managed_ledger.api import (
     ManagedLedgerTerminatedError,
     Position,
 )
-from magnetar.managed_ledger.context import DRAIN_TIMEOUT_S, MAX_QUEUED_ADDS, quiet, timed_lock
+from magnetar.managed_ledger.context import (
+    DRAIN_TIMEOUT_S,
+    MAX_INFLIGHT_ADDS,
+    MAX_QUEUED_ADDS,
+    quiet,
+    timed_lock,
+)
 from magnetar.managed_ledger.state import MLState, is_terminal
 
 
@@ -75,6 +85,7 @@ class LedgerWriter:
             and not self._queue
             and not self._unstarted
             and handle is not None
+            and self._inflight < MAX_INFLIGHT_ADDS
             and not self._full_before_issue()
         ):
             self._issued_entries += 1
@@ -89,6 +100,8 @@ class LedgerWriter:
                 self._inflight -= 1
                 if not self._inflight:
                     self._drained.set()
+                if self._queue:
+                    self._pump()
             return self._add_done(handle.ledger_id, entry_id, data, num_messages)
         return await self._add_slow(data, num_messages)
 
@@ -97,14 +110,14 @@ class LedgerWriter:
         if len(self._queue) + self._unstarted >= MAX_QUEUED_ADDS:
             raise ManagedLedgerStorageError(f"{self._name}: too many pending adds ({MAX_QUEUED_ADDS})")
         op = AddOp(next(self._seq), data, asyncio.get_running_loop().create_future(), num_messages)
-        if self.state is MLState.LEDGER_OPENED and self._full_before_issue() and not self._rolling:
-            self._start_roll()
-        if self.state is MLState.LEDGER_OPENED and self._handle is not None and not self._queue:
-            self._issue(op, self._handle)
-        else:
-            self._queue.append(op)
-            if self.state is MLState.WRITE_FAILED and not self._rolling:
+        self._queue.append(op)
+        if self.state is MLState.LEDGER_OPENED:
+            if self._full_before_issue() and not self._rolling:
                 self._start_roll()
+            else:
+                self._pump()
+        elif self.state is MLState.WRITE_FAILED and not self._rolling:
+            self._start_roll()
         timeout_s = self.config.add_entry_timeout_ms / 1000
         try:
             return await asyncio.wait_for(asyncio.shield(op.future), timeout_s)
@@ -122,6 +135,19 @@ class LedgerWriter:
             raise ManagedLedgerFencedError(f"{self._name} is fenced")
         if st is MLState.CLOSED or st is MLState.NONE:
             raise ManagedLedgerClosedError(f"{self._name} is closed")
+
+    def _pump(self) -> None:
+        """Issue queued adds, in order, while the ledger is writable and fewer than
+        MAX_INFLIGHT_ADDS are in flight (so the ledger client never has to make an add wait
+        for room, where a later caller could overtake it)."""
+        handle = self._handle
+        if self.state is not MLState.LEDGER_OPENED or handle is None:
+            return
+        q = self._queue
+        while q and self._inflight + self._unstarted < MAX_INFLIGHT_ADDS:
+            op = q.popleft()
+            if not op.future.done():
+                self._issue(op, handle)
 
     def _issue(self, op: AddOp, handle: WriteHandle) -> None:
         self._unstarted += 1
@@ -151,15 +177,17 @@ class LedgerWriter:
             self._inflight -= 1
             if not self._inflight:
                 self._drained.set()
+            if self._queue:
+                self._pump()
         pos = self._add_done(handle.ledger_id, entry_id, op.data, op.num_messages)
         if not op.future.done():
             op.future.set_result(pos)
 
     def _requeue(self, op: AddOp) -> None:
         q = self._queue
-        i = len(q)
-        while i > 0 and q[i - 1].seq > op.seq:
-            i -= 1
+        i = 0
+        while i < len(q) and q[i].seq < op.seq:
+            i += 1
         q.insert(i, op)
         if is_terminal(self.state) or self.state is MLState.TERMINATED:
             self._fail_queue(self._state_error())
@@ -248,7 +276,7 @@ class LedgerWriter:
                 if self.state is not MLState.CREATING_LEDGER:
                     return
                 self._set_state(MLState.LEDGER_OPENED)
-                self._flush_queue()
+                self._pump()
         finally:
             self._rolling = False
 
@@ -277,15 +305,8 @@ class LedgerWriter:
         lst.current_entries = lst.current_size = 0
         self._handle = None
 
-    def _flush_queue(self) -> None:
-        handle = self._handle
-        queue, self._queue = self._queue, []
-        for op in queue:
-            if not op.future.done():
-                self._issue(op, handle)
-
     def _fail_queue(self, error: Exception) -> None:
-        queue, self._queue = self._queue, []
+        queue, self._queue = self._queue, deque()
         for op in queue:
             if not op.future.done():
                 op.future.set_exception(error)

@@ -210,3 +210,23 @@ async def test_reads_skip_an_empty_ledger_left_by_a_failure(harness) -> None:
     assert c.number_of_entries_in_backlog() == 2
     await ml.trim_consumed_ledgers()
     assert empty[0] not in [li.ledger_id for li in ml.ledgers()], "the empty ledger is trimmed too"
+
+
+async def test_inflight_adds_are_bounded_and_stay_in_order(harness, monkeypatch) -> None:
+    import magnetar.managed_ledger.writer as writer
+
+    monkeypatch.setattr(writer, "MAX_INFLIGHT_ADDS", 50)
+    f = await harness.new_factory(small_config(max_entries_per_ledger=10_000))
+    ml = await f.open("t/ns/d/inflight")
+    harness.bk.faults.hold_adds()
+    tasks = [asyncio.ensure_future(ml.add_entry(b"%04d" % i)) for i in range(300)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    handle = ml._handle
+    assert 0 < handle._pending <= 50, handle._pending
+    assert ml.internal_stats()["pendingAddEntriesCount"] == 300
+    harness.bk.faults.release_adds()
+    more = [asyncio.ensure_future(ml.add_entry(b"%04d" % i)) for i in range(300, 400)]
+    positions = await asyncio.gather(*tasks, *more)
+    assert positions == sorted(positions) and len(set(positions)) == 400
+    assert await _read_all(ml) == [b"%04d" % i for i in range(400)]
