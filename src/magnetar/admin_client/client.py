@@ -97,7 +97,7 @@ class PulsarAdmin(_Families):
                 finally:
                     response.close()
             except httpx.HTTPError as e:
-                raise core.connection_error(e, str(kwargs["url"])) from e
+                raise core.connection_error(e, str(self._http.base_url.join(kwargs["url"]))) from e
             nxt = core.redirect_kwargs(kwargs, response)
             if nxt is None:
                 return core.decode(c, response, body.content())
@@ -142,7 +142,7 @@ class AsyncPulsarAdmin(_Families):
                 finally:
                     await response.aclose()
             except httpx.HTTPError as e:
-                raise core.connection_error(e, str(kwargs["url"])) from e
+                raise core.connection_error(e, str(self._http.base_url.join(kwargs["url"]))) from e
             nxt = core.redirect_kwargs(kwargs, response)
             if nxt is None:
                 return core.decode(c, response, body.content())

@@ -179,3 +179,17 @@ def test_magnetar_admin_process_end_to_end():
         )
     assert ok.returncode == 0 and ok.stdout.split() == ["public", "pulsar"]
     assert bad.returncode == 1 and "Reason: Tenant does not exist" in bad.stderr
+
+
+async def test_async_client_over_a_real_socket():
+    from magnetar.admin_client import AsyncPulsarAdmin
+
+    with serve() as (url, seen):
+        async with AsyncPulsarAdmin(url, timeout_s=5) as admin:
+            assert await admin.tenants.list() == ["public", "pulsar"]
+            with pytest.raises(NotFound):
+                await admin.tenants.get("nope")
+    with pytest.raises(AdminConnectionError) as info:
+        async with AsyncPulsarAdmin(url, timeout_s=2) as admin:
+            await admin.tenants.list()
+    assert info.value.url == url + "/admin/v2/tenants"
