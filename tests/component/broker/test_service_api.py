@@ -1,0 +1,115 @@
+"""The service API the HTTP layer calls (see magnetar.broker's docstring)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import RawClient
+
+from magnetar.broker import errors
+from magnetar.protocol.enums import CommandType as T
+
+NS = "public/default"
+
+
+async def test_lookup_dict_has_every_key(broker) -> None:
+    d = await broker.service.lookup("persistent://public/default/x")
+    assert d == {
+        "brokerUrl": f"pulsar://127.0.0.1:{broker.port}",
+        "brokerUrlTls": None,
+        "httpUrl": "http://127.0.0.1:8080",
+        "httpUrlTls": None,
+        "nativeUrl": f"pulsar://127.0.0.1:{broker.port}",
+    }
+    with pytest.raises(errors.NamespaceNotFoundError) as e:
+        await broker.service.lookup("persistent://t/none/x")
+    assert e.value.http_status == 404
+    with pytest.raises(errors.InvalidTopicNameError):
+        await broker.service.lookup("a/b")
+
+
+async def test_partitioned_topic_lifecycle(broker) -> None:
+    svc = broker.service
+    t = "persistent://public/default/pt"
+    await svc.create_partitioned_topic(t, 2)
+    assert await svc.get_partitioned_metadata(t) == 2
+    with pytest.raises(errors.AlreadyExistsError) as e:
+        await svc.create_partitioned_topic(t, 2)
+    assert e.value.http_status == 409
+    with pytest.raises(errors.InvalidPartitionCountError):
+        await svc.create_partitioned_topic("persistent://public/default/zero", 0)
+    with pytest.raises(errors.PreconditionFailedError):
+        await svc.create_partitioned_topic("persistent://public/default/a-partition-1", 2)
+    await svc.update_partitioned_topic(t, 3)
+    with pytest.raises(errors.UnprocessableError):
+        await svc.update_partitioned_topic(t, 2)
+    assert await svc.list_partitioned_topics(NS) == [t]
+    assert await svc.list_topics(NS) == [f"{t}-partition-{i}" for i in range(3)]
+    with pytest.raises(errors.AlreadyExistsError, match="is a partitioned topic"):
+        await svc.delete_topic(t)
+    c = await RawClient.connect(broker.port)
+    try:
+        await c.create_producer(f"{t}-partition-1")
+        c.send_message(1, 0, b"x")
+        await c.expect(T.SEND_RECEIPT)
+        stats = await svc.partitioned_topic_stats(t)
+        assert stats["msgInCounter"] == 1 and stats["metadata"] == {"partitions": 3}
+        assert list(stats["partitions"]) == [f"{t}-partition-1"]
+        with pytest.raises(errors.PreconditionFailedError):
+            await svc.delete_partitioned_topic(t)
+        await svc.delete_partitioned_topic(t, force=True)
+        await c.expect(T.CLOSE_PRODUCER)
+    finally:
+        await c.aclose()
+    assert await svc.get_partitioned_metadata(t) == 0
+    assert await svc.list_topics(NS) == []
+
+
+async def test_non_partitioned_topic_admin(broker) -> None:
+    svc = broker.service
+    t = "persistent://public/default/np"
+    await svc.create_non_partitioned_topic(t)
+    with pytest.raises(errors.AlreadyExistsError):
+        await svc.create_non_partitioned_topic(t)
+    with pytest.raises(errors.AlreadyExistsError):
+        await svc.create_partitioned_topic(t, 2)
+    assert t in await svc.list_topics(NS)
+    assert await svc.list_topics(NS, "NON_PERSISTENT") == []
+    c = await RawClient.connect(broker.port)
+    try:
+        await c.subscribe(t, "sub-a", 0, 1)
+        name = await c.create_producer(t, 2)
+        for seq in range(3):
+            c.send_message(2, seq, b"12345")
+        for _ in range(3):
+            await c.expect(T.SEND_RECEIPT)
+        stats = await svc.topic_stats(t)
+        assert stats["msgInCounter"] == 3 and stats["bytesInCounter"] > 15
+        assert stats["publishers"][0]["producerName"] == name
+        sub = stats["subscriptions"]["sub-a"]
+        assert sub["msgBacklog"] == 3 and sub["type"] == "Exclusive" and sub["isDurable"] is True
+        assert sub["consumers"][0]["availablePermits"] == 0
+        assert await svc.list_subscriptions(t) == ["sub-a"]
+        internal = await svc.internal_stats(t)
+        assert internal["numberOfEntries"] == 3
+        with pytest.raises(errors.PreconditionFailedError):
+            await svc.delete_topic(t)
+    finally:
+        await c.aclose()
+    await svc.unload_topic(t)
+    assert (await svc.topic_stats(t))["subscriptions"]["sub-a"]["msgBacklog"] == 3  # reloaded
+    await svc.delete_topic(t)
+    with pytest.raises(errors.TopicNotFoundError) as e:
+        await svc.topic_stats(t)
+    assert e.value.http_status == 404
+    with pytest.raises(errors.TopicNotFoundError):
+        await svc.delete_topic(t)
+
+
+async def test_statistics_snapshot(broker) -> None:
+    c = await RawClient.connect(broker.port)
+    try:
+        await c.subscribe("persistent://public/default/s", "x", 1, 1)
+        s = broker.service.statistics()
+        assert s == {"connections": 1, "topics": 1, "producers": 0, "subscriptions": 1, "consumers": 1}
+    finally:
+        await c.aclose()
