@@ -410,6 +410,8 @@ class ManagedLedgerImpl(LedgerWriter):
             self.on_closed(self)
 
     async def delete(self) -> None:
+        if self.state is MLState.FENCED:
+            raise ManagedLedgerFencedError(f"{self._name} is owned by another broker: not deleting it")
         ids = self.ledger_list.ids()
         cursors = list(self._cursors.values())
         await self.close()

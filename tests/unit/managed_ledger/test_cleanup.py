@@ -162,3 +162,35 @@ async def test_backlog_size_vs_storage_size(manual_harness) -> None:
     assert c.estimated_backlog_size_bytes() == 1500
     await ml.trim_consumed_ledgers()
     assert ml.total_size == 3000, "infinite retention keeps consumed ledgers: storage > backlog"
+
+
+async def test_mark_delete_rate_limit_batches_snapshots_on_the_clock(manual_harness, clock) -> None:
+    h = manual_harness
+    cfg = small_config(mark_delete_rate_per_s=1.0, max_entries_per_ledger=100)
+    f = await h.new_factory(cfg)
+    ml = await f.open("t/ns/d/rate")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    pos = [await ml.add_entry(b"r") for _ in range(10)]
+    await c.mark_delete(pos[0])  # returns at once; the first snapshot is written right away
+    await clock.settle()
+    writes = c.store.persists
+    for p in pos[1:6]:
+        await c.mark_delete(p)  # acks return without waiting for a snapshot
+    await clock.settle()
+    assert c.store.persists == writes, "no snapshot before a second has passed"
+    # A crash now loses the unpersisted acks: those entries are redelivered, none lost.
+    f_crash = await h.new_factory(cfg)
+    c_crash = (await f_crash.open("t/ns/d/rate")).cursors["s"]
+    assert c_crash.mark_delete_position == pos[0]
+    await f_crash.aclose()
+    # (the crashed owner is fenced now; a fresh start shows the same durable state)
+    f2 = await h.new_factory(cfg)
+    ml2 = await f2.open("t/ns/d/rate")
+    c2 = ml2.cursors["s"]
+    await c2.mark_delete(pos[3])
+    await clock.advance(1.0)
+    assert c2.store.persists >= 1
+    await c2.mark_delete(pos[5])
+    await clock.advance(1.0)
+    f3 = await h.new_factory(cfg)
+    assert (await f3.open("t/ns/d/rate")).cursors["s"].mark_delete_position == pos[5]

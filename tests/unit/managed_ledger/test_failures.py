@@ -230,3 +230,16 @@ async def test_inflight_adds_are_bounded_and_stay_in_order(harness, monkeypatch)
     positions = await asyncio.gather(*tasks, *more)
     assert positions == sorted(positions) and len(set(positions)) == 400
     assert await _read_all(ml) == [b"%04d" % i for i in range(400)]
+
+
+async def test_fenced_owner_cannot_delete(harness) -> None:
+    f1 = await harness.new_factory()
+    ml1 = await f1.open("t/ns/d/nodelete")
+    await ml1.add_entry(b"keep")
+    f2 = await harness.new_factory()
+    ml2 = await f2.open("t/ns/d/nodelete")
+    with pytest.raises(ManagedLedgerFencedError):
+        await ml1.add_entry(b"x")
+    with pytest.raises(ManagedLedgerFencedError):
+        await ml1.delete()
+    assert await _read_all(ml2) == [b"keep"]
