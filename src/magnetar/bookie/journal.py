@@ -38,65 +38,35 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import enum
 import errno
 import logging
-import struct
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
-
-import crc32c
+from dataclasses import dataclass
 
 from magnetar.bookie.api import BookieError, BookieUnavailableError, DiskFullError, TooManyRequestsError
 from magnetar.bookie.disk import AppendFile, Disk
+from magnetar.bookie.journal_format import (
+    FILE_HEADER,
+    FILE_HEADER_SIZE,
+    FILE_MAGIC,
+    MAX_RECORD_BYTES,
+    RECORD_OVERHEAD,
+    START,
+    JournalPosition,
+    JournalRecord,
+    RecordType,
+    ScanResult,
+    journal_file_name,
+    parse_journal_file_name,
+    scan_records,
+)
 from magnetar.runtime import BlockingExecutor, Clock, TaskSupervisor
 
 log = logging.getLogger(__name__)
 
-FILE_MAGIC = b"MGJ1"
-_FILE_HEADER = struct.Struct(">4sQ")
-FILE_HEADER_SIZE = _FILE_HEADER.size
-_FRAME = struct.Struct(">II")
-_BODY_HEADER = struct.Struct(">BQq")
-RECORD_OVERHEAD = _FRAME.size + _BODY_HEADER.size
-MAX_RECORD_BYTES = 64 * 1024 * 1024  # a length beyond this is garbage, not a record
 _APPEND_QUEUE_TIMEOUT_S = 30.0
 _REPLAY_CHUNK_BYTES = 4 * 1024 * 1024
 _CLOSE_DRAIN_TIMEOUT_S = 10.0
-
-
-class RecordType(enum.IntEnum):
-    ADD = 1
-    MASTER_KEY = 2
-    FENCE = 3
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class JournalPosition:
-    file_id: int
-    offset: int
-
-    def encode(self) -> bytes:
-        return struct.pack(">QQ", self.file_id, self.offset)
-
-    @classmethod
-    def decode(cls, data: bytes) -> JournalPosition:
-        return cls(*struct.unpack(">QQ", data[:16]))
-
-
-START = JournalPosition(0, 0)
-
-
-@dataclass(frozen=True, slots=True)
-class JournalRecord:
-    type: RecordType
-    ledger_id: int
-    entry_id: int
-    data: bytes
-
-    def encode(self) -> bytes:
-        body = _BODY_HEADER.pack(self.type, self.ledger_id, self.entry_id) + self.data
-        return _FRAME.pack(len(body), crc32c.crc32c(body)) + body
 
 
 @dataclass(slots=True)
@@ -105,63 +75,6 @@ class _Pending:
     future: asyncio.Future[JournalPosition]
     on_durable: Callable[[], None] | None = None
     seq: int = 0
-
-
-@dataclass(slots=True)
-class ScanResult:
-    records: list[JournalRecord] = field(default_factory=list)
-    good_end: int = 0  # offset just past the last intact record
-    torn: bool = False  # something unreadable follows good_end
-    incomplete: bool = False  # ...because the buffer ends inside a plausible record
-    next_record_bytes: int = 0  # that record's full size, when its frame header was readable
-
-
-def scan_records(buf: bytes | memoryview, start: int) -> ScanResult:
-    """Parse records from ``buf[start:]``; stop at the first torn or corrupt one."""
-    mv = memoryview(buf)
-    out = ScanResult(good_end=start)
-    pos = start
-    while pos < len(mv):
-        if len(mv) - pos < _FRAME.size:
-            out.torn = out.incomplete = True
-            out.next_record_bytes = _FRAME.size
-            break
-        length, crc = _FRAME.unpack_from(mv, pos)
-        end = pos + _FRAME.size + length
-        if length < _BODY_HEADER.size or length > MAX_RECORD_BYTES:
-            out.torn = True
-            break
-        if end > len(mv):
-            out.torn = out.incomplete = True
-            out.next_record_bytes = _FRAME.size + length
-            break
-        body = mv[pos + _FRAME.size : end]
-        if crc32c.crc32c(body) != crc:
-            out.torn = True
-            break
-        rtype, ledger_id, entry_id = _BODY_HEADER.unpack_from(body, 0)
-        try:
-            kind = RecordType(rtype)
-        except ValueError:
-            out.torn = True
-            break
-        out.records.append(JournalRecord(kind, ledger_id, entry_id, bytes(body[_BODY_HEADER.size :])))
-        pos = end
-        out.good_end = pos
-    return out
-
-
-def journal_file_name(file_id: int) -> str:
-    return f"{file_id:016x}.txn"
-
-
-def parse_journal_file_name(name: str) -> int | None:
-    if not name.endswith(".txn"):
-        return None
-    try:
-        return int(name[:-4], 16)
-    except ValueError:
-        return None
 
 
 class Journal:
@@ -261,7 +174,7 @@ class Journal:
             log.warning("journal %s: header torn (%d bytes); truncating to empty", path, len(head))
             self._disk.truncate(path, 0)
             return False
-        magic, fid = _FILE_HEADER.unpack_from(head, 0)
+        magic, fid = FILE_HEADER.unpack_from(head, 0)
         if magic != FILE_MAGIC or fid != file_id:
             raise BookieError(f"journal file {path} has a bad header ({magic!r}, id {fid})")
         return True
@@ -473,7 +386,7 @@ class Journal:
         try:
             if f.size:
                 f.truncate(0)
-            f.write(_FILE_HEADER.pack(FILE_MAGIC, file_id))
+            f.write(FILE_HEADER.pack(FILE_MAGIC, file_id))
             f.fsync()
             self._disk.sync_dir(self.directory)
         except OSError:
@@ -502,3 +415,20 @@ class Journal:
 
     def statistics(self) -> dict[str, int]:
         return {**self.stats, "queued": len(self._queue), "file_id": self._file_id}
+
+
+__all__ = [
+    "FILE_HEADER_SIZE",
+    "FILE_MAGIC",
+    "MAX_RECORD_BYTES",
+    "RECORD_OVERHEAD",
+    "START",
+    "Journal",
+    "JournalPosition",
+    "JournalRecord",
+    "RecordType",
+    "ScanResult",
+    "journal_file_name",
+    "parse_journal_file_name",
+    "scan_records",
+]
