@@ -412,6 +412,9 @@ class ManagedLedgerImpl(LedgerWriter):
     async def delete(self) -> None:
         if self.state is MLState.FENCED:
             raise ManagedLedgerFencedError(f"{self._name} is owned by another broker: not deleting it")
+        if self.state is not MLState.CLOSED:
+            async with timed_lock(self._op_lock):
+                await self._write_list()  # a CAS: proves we still own it before deleting anything
         ids = self.ledger_list.ids()
         cursors = list(self._cursors.values())
         await self.close()
