@@ -31,7 +31,12 @@ from urllib.parse import quote, urljoin
 import httpx
 
 from magnetar.admin_client.auth import AuthProvider
-from magnetar.admin_client.errors import AdminConnectionError, TooManyRedirects, error_from_response
+from magnetar.admin_client.errors import (
+    AdminConnectionError,
+    TooManyRedirects,
+    UnexpectedResponse,
+    error_from_response,
+)
 from magnetar.common.errors import InvalidArgument
 from magnetar.common.naming import NamespaceName, TopicName
 
@@ -287,7 +292,12 @@ def decode(c: Call, response: httpx.Response, content: bytes) -> Any:
             # a few endpoints answer plain text (version, health); hand it back as text
             value = content.decode("utf-8", errors="replace")
     if c.transform is not None and value is not None:
-        value = c.transform(value)
+        try:
+            value = c.transform(value)
+        except (TypeError, ValueError, AttributeError, KeyError) as e:
+            raise UnexpectedResponse(
+                status, f"cannot read the answer: {e}", method=c.method, url=str(response.request.url)
+            ) from None
     return value
 
 
@@ -300,14 +310,17 @@ def ssl_context(tls: TlsOptions, auth: AuthProvider | None) -> ssl.SSLContext | 
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         return ctx
-    ctx = ssl.create_default_context(cafile=tls.trust_certs_file_path or None)
-    if tls.allow_insecure_connection:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    else:
-        ctx.check_hostname = tls.enable_hostname_verification
-    if cert:
-        ctx.load_cert_chain(cert[0], cert[1])
+    try:
+        ctx = ssl.create_default_context(cafile=tls.trust_certs_file_path or None)
+        if tls.allow_insecure_connection:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        else:
+            ctx.check_hostname = tls.enable_hostname_verification
+        if cert:
+            ctx.load_cert_chain(cert[0], cert[1])
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidArgument(f"cannot load the TLS trust or certificate files: {e}") from None
     return ctx
 
 

@@ -94,6 +94,10 @@ class AdminConnectionError(MagnetarError):
         self.url = url
 
 
+class UnexpectedResponse(AdminError):
+    """A 2xx answer whose body is not the shape the endpoint returns."""
+
+
 class TooManyRedirects(AdminError):
     """The broker kept redirecting (307) past the client's bound."""
 

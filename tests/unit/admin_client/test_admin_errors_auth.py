@@ -301,3 +301,14 @@ def test_response_body_is_bounded():
         PulsarAdmin(config, transport=big).clusters.list()
     small = httpx.MockTransport(lambda r: httpx.Response(200, json=["x" * 10]))
     assert PulsarAdmin(config, transport=small).clusters.list() == ["x" * 10]
+
+
+def test_unexpected_answer_shape_and_bad_tls_files_are_typed(tmp_path):
+    from magnetar.admin_client import TlsOptions
+    from magnetar.admin_client.errors import UnexpectedResponse
+
+    admin = _admin(lambda r: httpx.Response(200, json=["not", "a", "message", "id"]))
+    with pytest.raises(UnexpectedResponse):
+        admin.topics.terminate("persistent://t/ns/x")
+    with pytest.raises(InvalidArgument, match="TLS"):
+        PulsarAdmin("https://b:8443", tls=TlsOptions(trust_certs_file_path=str(tmp_path / "missing.pem")))
