@@ -78,7 +78,7 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
             rows.extend(_flatten(v, f"{prefix}[{i}]"))
         return rows or [(prefix, "[]")]
     if isinstance(value, list):
-        return [(prefix, ",".join(str(v) for v in value))]
+        return [(prefix, ",".join(str(v) for v in value) if value else "[]")]
     return [(prefix, json.dumps(value) if value is None or isinstance(value, bool) else str(value))]
 
 
