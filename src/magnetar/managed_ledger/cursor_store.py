@@ -78,9 +78,11 @@ class CursorStore:
         lid = self.cursor_ledger_id
         await self._close_handle()
         try:
-            await self._ctx.store.delete(self.path)
+            await self._ctx.store.delete(self.path, self.version if self.version >= 0 else None)
         except NotFound:
             pass
+        except BadVersion as e:
+            raise ManagedLedgerFencedError(f"cursor node {self.path} changed by another owner") from e
         except MetadataError as e:
             raise ManagedLedgerStorageError(f"cannot delete {self.path}: {e!r}") from e
         if lid >= 0:
