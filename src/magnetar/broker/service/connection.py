@@ -163,6 +163,10 @@ class Connection:
         while len(self.recently_closed_producers) > MAX_REMEMBERED_CLOSED_PRODUCERS:
             del self.recently_closed_producers[next(iter(self.recently_closed_producers))]
 
+    def producer_ready(self, producer: Producer, request_id: int) -> None:
+        """A producer queued for exclusive access got it: the second PRODUCER_SUCCESS."""
+        self.write(cmds.producer_success(request_id, producer.producer_name, -1, producer_ready=True))
+
     def broker_closed_consumer(self, consumer: Consumer) -> None:
         if self.consumers.get(consumer.consumer_id) is consumer:
             del self.consumers[consumer.consumer_id]

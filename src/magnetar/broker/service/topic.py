@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.service.access_mode import ProducerAccess
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.subscription import Subscription
@@ -81,6 +82,7 @@ class PersistentTopic:
         self.supervisor = supervisor
         self.state = TopicState.ACTIVE
         self.producers: dict[str, Producer] = {}
+        self.access = ProducerAccess(self)
         self.subscriptions: dict[str, Subscription] = {}
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
@@ -102,22 +104,35 @@ class PersistentTopic:
             raise errors.TopicFencedError(f"Topic {self.name} is closing")
 
     # ------------------------------------------------------------ producers
-    def add_producer(self, producer: Producer) -> None:
+    def add_producer(self, producer: Producer, request_id: int) -> bool:
+        """Attach a producer; False when it was queued for exclusive access (WaitForExclusive)."""
         self.check_active()
         existing = self.producers.get(producer.producer_name)
-        if existing is not None:
+        if existing is not None or any(
+            p.producer_name == producer.producer_name for p, _ in self.access.waiting
+        ):
             raise errors.ProducerBusyError(
                 f"Producer with name '{producer.producer_name}' is already connected to topic"
             )
         limit = self.config.max_producers_per_topic
         if limit and len(self.producers) >= limit:
             raise errors.ProducerBusyError(f"Topic '{self.name}' reached max producers limit")
+        if not self.access.admit(producer, request_id):
+            return False
         self.producers[producer.producer_name] = producer
+        return True
 
     def remove_producer(self, producer: Producer) -> None:
         if self.producers.get(producer.producer_name) is producer:
             del self.producers[producer.producer_name]
+        self.access.forget(producer)
         producer.mark_closed()
+        if self.state is TopicState.ACTIVE:
+            ready = self.access.next_ready()
+            if ready is not None:
+                waiting, request_id = ready
+                self.producers[waiting.producer_name] = waiting
+                waiting.cnx.producer_ready(waiting, request_id)
 
     # ------------------------------------------------------------ publish
     def add_entry(

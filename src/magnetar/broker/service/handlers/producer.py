@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ACCESS_SHARED, ACCESS_EXCLUSIVE, ACCESS_WAIT_FOR_EXCLUSIVE, ACCESS_EXCLUSIVE_WITH_FENCING = 0, 1, 2, 3
+ACCESS_SHARED = 0
 HEADER_OVERHEAD_BYTES = 10  # magic + crc + metadata size: not part of Pulsar's message size
 
 
@@ -53,7 +53,6 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
     else:
         name, user_named = svc.new_producer_name(), False
     mode = cmd.producer_access_mode if cmd.HasField("producer_access_mode") else ACCESS_SHARED
-    _check_access_mode(topic, mode)
     producer = Producer(
         topic,
         cnx,
@@ -65,25 +64,14 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
         cmd.epoch if cmd.HasField("epoch") else 0,
         svc.clock.time_ms(),
     )
-    if cnx.closed:
-        raise errors.ServiceNotReadyError("Connection closed")
-    topic.add_producer(producer)
-    cnx.producers[cmd.producer_id] = producer
     if cmd.HasField("initial_subscription_name") and cmd.initial_subscription_name:
         await topic.get_or_create_subscription(cmd.initial_subscription_name, 0, True, None)
-    cnx.write(cmds.producer_success(cmd.request_id, name, -1))
-
-
-def _check_access_mode(topic: Any, mode: int) -> None:
-    others = list(topic.producers.values())
-    if not others:
-        return
-    if mode != ACCESS_SHARED:
-        raise errors.ProducerBusyError(
-            f"Topic '{topic.name}' already has producers: exclusive access refused"
-        )
-    if any(p.access_mode != ACCESS_SHARED for p in others):
-        raise errors.ProducerBusyError(f"Topic '{topic.name}' has an exclusive producer")
+    if cnx.closed:
+        raise errors.ServiceNotReadyError("Connection closed")
+    ready = topic.add_producer(producer, cmd.request_id)
+    cnx.producers[cmd.producer_id] = producer
+    # Not ready = queued for exclusive access: a second PRODUCER_SUCCESS follows (producer_ready).
+    cnx.write(cmds.producer_success(cmd.request_id, name, -1, producer_ready=ready))
 
 
 def handle_send(cnx: Connection, frame: Any) -> None:
