@@ -226,3 +226,18 @@ async def test_durable_subscription_survives_a_broker_restart() -> None:
             await c.nothing()
         finally:
             await c.aclose()
+
+
+async def test_switching_subscription_type_keeps_unacked_messages(raw) -> None:
+    c = await raw()
+    await c.subscribe(TOPIC, "sw", 1, 1)
+    await _produce(c, 3)
+    c.send(commands.flow(1, 100))
+    for _ in range(3):
+        await c.expect(T.MESSAGE)
+    c.send(commands.close_consumer(1, 900))
+    await c.response(T.SUCCESS, 900)
+    await c.subscribe(TOPIC, "sw", 0, 2)  # now Exclusive
+    c.send(commands.flow(2, 100))
+    got = [await c.expect(T.MESSAGE) for _ in range(3)]
+    assert [f.command.message_id.entryId for f in got] == [0, 1, 2]

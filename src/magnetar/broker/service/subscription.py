@@ -65,8 +65,10 @@ class Subscription:
             old = self.dispatcher
             self.dispatcher = self._new_dispatcher(st)
             if old is not None:
+                # A new type: whatever the old dispatcher still meant to redeliver is re-read.
                 self.dispatcher.redelivery_counts.update(old.redelivery_counts)
                 self.topic.supervisor.spawn(old.close(), name="close-old-dispatcher")
+                self.cursor.rewind()
             self.sub_type = st
         self.dispatcher.add_consumer(consumer)
 
