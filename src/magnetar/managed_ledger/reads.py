@@ -11,7 +11,9 @@ trip per read-ahead window, not per batch.
 
 The ledger being written is read through its write handle (its LAC is ours);
 closed ledgers through read handles opened without recovery, kept in a small
-LRU; offloaded ledgers through the offloader's read handle.
+LRU (a ledger whose close failed, so its bookies' LAC lags the entry count in
+our list, is opened with recovery instead); offloaded ledgers through the
+offloader's read handle.
 """
 
 from __future__ import annotations
@@ -84,7 +86,13 @@ class LedgerReader:
             if info is not None and info.offloaded and self._ctx.offloader is not None:
                 h = await self._ctx.offloader.read_offloaded(ledger_id)
             else:
-                h = await self._ctx.bookkeeper.open_ledger(ledger_id, password=self._password, recovery=False)
+                bk = self._ctx.bookkeeper
+                h = await bk.open_ledger(ledger_id, password=self._password, recovery=False)
+                if h.last_add_confirmed < self._ledgers.entries_of(ledger_id) - 1:
+                    # Never closed (our close failed mid-rollover): the bookies' LAC lags the
+                    # last entry.  We own the managed ledger, so recover (and close) it.
+                    await _close_quietly(h)
+                    h = await bk.open_ledger(ledger_id, password=self._password, recovery=True)
         except BKError as e:
             raise ManagedLedgerStorageError(f"cannot open ledger {ledger_id} for reading: {e!r}") from e
         self._handles[ledger_id] = h

@@ -10,13 +10,16 @@ semantics that matter to a writer and a recovering reader:
 * once an add fails, the handle is *broken*: every later add on it fails with
   the same error (as a real handle that errors out), and ``close`` seals the
   ledger at the LAC, so entries after a failure never become part of it;
+* a reader opening an OPEN ledger without recovery sees the LAC piggybacked on
+  its last entry, i.e. the entry before the last (as with real bookies);
 * ``open_ledger(recovery=True)`` fences the ledger: the old writer's next add
   fails with :class:`LedgerFencedError`; the ledger is closed at its LAC;
 * ``delete_ledger`` removes it; reads of a deleted ledger fail NoSuchLedger.
 
 Failures are scripted on :attr:`MemoryBookKeeper.faults` (a :class:`FaultScript`):
 ``fail_add(nth)`` fails the nth add from now (1 = the next one),
-``fail_create(count)``, ``fail_open(count)``, ``fence_now(ledger_id)``,
+``fail_create(count)``, ``fail_open(count)``, ``fail_close(count)`` (the ledger
+stays OPEN), ``fence_now(ledger_id)``,
 ``delay_reads(seconds)`` / ``delay_adds(seconds)`` (through the injected clock), and
 ``hold_adds()`` / ``release_adds()`` to park adds until released (pipelining tests).
 Everything it does is also counted in :attr:`MemoryBookKeeper.counters`.
@@ -52,6 +55,7 @@ class FaultScript:
     add_failures: dict[int, BKError] = field(default_factory=dict)  # absolute add number -> error
     create_failures: list[BKError] = field(default_factory=list)
     open_failures: list[BKError] = field(default_factory=list)
+    close_failures: list[BKError] = field(default_factory=list)
     read_delay_s: float = 0.0
     add_delay_s: float = 0.0
     adds_seen: int = 0
@@ -65,6 +69,10 @@ class FaultScript:
 
     def fail_open(self, count: int = 1, error: BKError | None = None) -> None:
         self.open_failures.extend([error or NotEnoughBookiesError("scripted open failure")] * count)
+
+    def fail_close(self, count: int = 1, error: BKError | None = None) -> None:
+        """The next ``count`` write-handle closes fail and leave the ledger OPEN."""
+        self.close_failures.extend([error or NotEnoughBookiesError("scripted close failure")] * count)
 
     def delay_reads(self, seconds: float) -> None:
         self.read_delay_s = seconds
@@ -96,7 +104,7 @@ class _ReadHandle:
         self._bk = bk
         self._ledger = ledger
         self._lid = ledger.metadata.ledger_id
-        self._lac = ledger.metadata.last_entry_id if ledger.metadata.is_closed else len(ledger.entries) - 1
+        self._lac = bk._lac_of(ledger)
 
     @property
     def ledger_id(self) -> int:
@@ -134,7 +142,7 @@ class _ReadHandle:
         return [LedgerEntry(lid, i, entries[i]) for i in range(first_entry_id, last_entry_id + 1)]
 
     async def read_last_add_confirmed(self) -> int:
-        self._lac = self._bk._lac_of(self._ledger)
+        self._lac = max(self._lac, self._bk._lac_of(self._ledger))
         return self._lac
 
     async def close(self) -> None:
@@ -144,6 +152,7 @@ class _ReadHandle:
 class _WriteHandle(_ReadHandle):
     def __init__(self, bk: MemoryBookKeeper, ledger: _Ledger) -> None:
         super().__init__(bk, ledger)
+        self._lac = -1  # the writer knows its own LAC exactly
         self._pushed = -1
         self._error: BKError | None = None
         self._closed = False
@@ -213,6 +222,8 @@ class _WriteHandle(_ReadHandle):
             return
         self._closed = True
         await asyncio.wait_for(self._drained.wait(), _HOLD_TIMEOUT_S)
+        if self._bk.faults.close_failures:
+            raise self._bk.faults.close_failures.pop(0)
         ledger = self._ledger
         if self._lid in self._bk._ledgers and not ledger.metadata.is_closed:
             self._bk._seal(ledger)
@@ -242,7 +253,9 @@ class MemoryBookKeeper:
 
     @staticmethod
     def _lac_of(ledger: _Ledger) -> int:
-        return ledger.metadata.last_entry_id if ledger.metadata.is_closed else len(ledger.entries) - 1
+        """What a reader learns: the closed ledger's last entry, or for an OPEN ledger the LAC
+        piggybacked on the last entry -- which confirms only the entry before it."""
+        return ledger.metadata.last_entry_id if ledger.metadata.is_closed else len(ledger.entries) - 2
 
     def _seal(self, ledger: _Ledger) -> None:
         ledger.metadata = replace(

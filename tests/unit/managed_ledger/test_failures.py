@@ -12,6 +12,7 @@ from magnetar.managed_ledger.api import (
     ManagedLedgerClosedError,
     ManagedLedgerFencedError,
     ManagedLedgerStorageError,
+    Position,
 )
 from magnetar.managed_ledger.state import MLState
 from magnetar.testing.ml_conformance import small_config
@@ -175,7 +176,7 @@ async def test_old_owner_cursor_is_fenced_new_owner_keeps_acking(harness) -> Non
 
 
 async def test_reader_on_terminated_ledger_gets_no_more_entries(harness) -> None:
-    from magnetar.managed_ledger.api import NoMoreEntriesError, Position
+    from magnetar.managed_ledger.api import NoMoreEntriesError
 
     f = await harness.new_factory()
     ml = await f.open("t/ns/d/term-read")
@@ -243,3 +244,16 @@ async def test_fenced_owner_cannot_delete(harness) -> None:
     with pytest.raises(ManagedLedgerFencedError):
         await ml1.add_entry(b"x")
     assert await _read_all(ml2) == [b"keep"]
+
+
+async def test_ledger_left_open_by_a_failed_close_is_still_fully_readable(harness) -> None:
+    f = await harness.new_factory(small_config(max_entries_per_ledger=5))
+    ml = await f.open("t/ns/d/close-fail")
+    harness.bk.faults.fail_close(1)
+    pos = [await ml.add_entry(b"c%d" % i) for i in range(8)]  # rolls after 5; that close fails
+    first = pos[0].ledger_id
+    assert not (await harness.bk.get_ledger_metadata(first)).is_closed
+    f.cache.clear()
+    c = await ml.new_non_durable_cursor(Position.EARLIEST)  # type: ignore[attr-defined]
+    got = await c.read_entries(10)
+    assert [e.data for e in got] == [b"c%d" % i for i in range(8)], "the last entry of the open ledger too"
