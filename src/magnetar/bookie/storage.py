@@ -56,9 +56,7 @@ from magnetar.bookie.api import (
     DiskFullError,
     LedgerFencedError,
     NoSuchEntryError,
-    NoSuchLedgerError,
     TooManyRequestsError,
-    UnauthorizedAccessError,
 )
 from magnetar.bookie.caches import ReadCache, WriteCache
 from magnetar.bookie.config import BookieConfig
@@ -81,6 +79,7 @@ from magnetar.bookie.index import (
 )
 from magnetar.bookie.journal import START, Journal, JournalPosition, JournalRecord, RecordType
 from magnetar.bookie.lac import LacWaiters
+from magnetar.bookie.ledger_table import LedgerTable
 from magnetar.runtime import BlockingExecutor, Clock, RealClock, TaskSupervisor
 
 log = logging.getLogger(__name__)
@@ -130,7 +129,7 @@ class LedgerStorage:
         bookie_id: str | None = None,
     ) -> None:
         self.config = config
-        self.bookie_id = bookie_id or config.effective_bookie_id
+        self._bookie_id = bookie_id or config.effective_bookie_id
         self.disk = disk or RealDisk()
         self.clock = clock or RealClock()
         self.paths = StoragePaths(config.journal_directory, config.ledger_directories[0])
@@ -158,9 +157,8 @@ class LedgerStorage:
             self.paths.entry_log_dir, self.disk, config.entry_log_size_limit_bytes
         )
         self.index: IndexStore | None = None
-        self.ledgers: dict[int, LedgerState] = {}
-        self._dirty: set[int] = set()
-        self._deleted_at: dict[int, int] = {}  # deleted ledger -> journal enqueue count at deletion
+        self.table = LedgerTable(self._bookie_id)
+        self.ledgers = self.table.states  # ledger id -> state (read-only view for callers)
         self._active = WriteCache()
         self._flushing: WriteCache | None = None
         self._read_cache = ReadCache(config.read_cache_max_size_bytes)
@@ -173,6 +171,15 @@ class LedgerStorage:
         self.state = StorageState.NEW
         self.read_only_reason = ""
         self.state_listeners: list[Callable[[StorageState], None]] = []
+
+    @property
+    def bookie_id(self) -> str:
+        return self._bookie_id
+
+    @bookie_id.setter
+    def bookie_id(self, value: str) -> None:  # the app learns it after binding port 0
+        self._bookie_id = value
+        self.table.bookie_id = value
 
     # --- state machine ----------------------------------------------------------------------
 
@@ -246,11 +253,10 @@ class LedgerStorage:
         raw_mark = self.index.get(MARK_KEY)
         if raw_mark is not None:
             self.mark = JournalPosition.decode(raw_mark)
-        for key, value in self.index.scan(LEDGER_PREFIX, LEDGER_PREFIX + b"\xff" * 9):
-            lid = int.from_bytes(key[1:9], "big")
-            st = self.ledgers[lid] = LedgerState.decode(value)
-            if st.deleted:  # pruned at the first checkpoint after the replay
-                self._deleted_at[lid] = 0
+        self.table.load(
+            (int.from_bytes(key[1:9], "big"), LedgerState.decode(value))
+            for key, value in self.index.scan(LEDGER_PREFIX, LEDGER_PREFIX + b"\xff" * 9)
+        )
         self.entry_logger.open()
 
     async def aclose(self) -> None:
@@ -279,12 +285,9 @@ class LedgerStorage:
     # --- journal replay -------------------------------------------------------------------
 
     def _apply_replayed(self, rec: JournalRecord) -> None:
-        st = self.ledgers.get(rec.ledger_id)
-        if st is not None and st.deleted:
-            return
+        st = self.table.for_replay(rec.ledger_id)
         if st is None:
-            st = self.ledgers[rec.ledger_id] = LedgerState()
-        self._dirty.add(rec.ledger_id)
+            return
         if rec.type == RecordType.MASTER_KEY:
             if not st.master_key:
                 st.master_key = rec.data
@@ -298,7 +301,7 @@ class LedgerStorage:
             self._apply_add(st, rec.ledger_id, rec.entry_id, rec.data, lac)
 
     def _apply_add(self, st: LedgerState, ledger_id: int, entry_id: int, data: bytes, lac: int) -> None:
-        if st.deleted or self.ledgers.get(ledger_id) is not st:
+        if not self.table.is_current(ledger_id, st):
             return
         self._active.put(ledger_id, entry_id, data)
         self._read_cache.invalidate(ledger_id, entry_id)
@@ -307,7 +310,7 @@ class LedgerStorage:
         if lac > st.lac:
             st.lac = lac
             self._lac.notify(ledger_id, lac)
-        self._dirty.add(ledger_id)
+        self.table.mark_dirty(ledger_id)
 
     # --- adds -------------------------------------------------------------------------------
 
@@ -316,17 +319,6 @@ class LedgerStorage:
             raise BookieReadOnlyError(f"bookie is read-only: {self.read_only_reason}", self.bookie_id)
         if self.state != StorageState.WRITABLE:
             raise BookieUnavailableError(f"bookie storage is {self.state.value}", self.bookie_id)
-
-    def _ledger_for_write(self, ledger_id: int, master_key: bytes) -> tuple[LedgerState, bool]:
-        st = self.ledgers.get(ledger_id)
-        if st is None or st.deleted:
-            st = self.ledgers[ledger_id] = LedgerState(master_key=master_key)
-            self._deleted_at.pop(ledger_id, None)
-            self._dirty.add(ledger_id)
-            return st, True
-        if st.master_key != master_key:
-            raise UnauthorizedAccessError(f"wrong master key for ledger {ledger_id}", self.bookie_id)
-        return st, False
 
     async def add_entry(
         self, ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, *, recovery: bool = False
@@ -346,7 +338,7 @@ class LedgerStorage:
         # No await from here to the journal enqueue: the fence check and the journal order agree
         # (a fence enqueued later is durable later, so whoever fences sees this entry).
         self._check_writable()
-        st, created = self._ledger_for_write(ledger_id, master_key)
+        st, created = self.table.for_write(ledger_id, master_key)
         if st.fenced and not recovery:
             raise LedgerFencedError(f"ledger {ledger_id} is fenced", self.bookie_id)
         waits = []
@@ -416,9 +408,9 @@ class LedgerStorage:
         if self.state not in (StorageState.WRITABLE, StorageState.READ_ONLY):
             raise BookieUnavailableError(f"bookie storage is {self.state.value}", self.bookie_id)
         await self.journal.wait_for_room(2)
-        st, created = self._ledger_for_write(ledger_id, master_key)
+        st, created = self.table.for_write(ledger_id, master_key)
         st.fenced = True
-        self._dirty.add(ledger_id)
+        self.table.mark_dirty(ledger_id)
         waits = []
         if created:
             waits.append(
@@ -427,12 +419,6 @@ class LedgerStorage:
         waits.append(self._journal_nowait(JournalRecord(RecordType.FENCE, ledger_id, -1, b"")))
         await self._await_journal(*waits)
 
-    def _existing(self, ledger_id: int) -> LedgerState:
-        st = self.ledgers.get(ledger_id)
-        if st is None or st.deleted:
-            raise NoSuchLedgerError(f"ledger {ledger_id} does not exist on this bookie", self.bookie_id)
-        return st
-
     async def read_entry(
         self, ledger_id: int, entry_id: int, *, fence: bool = False, master_key: bytes = b""
     ) -> bytes:
@@ -440,7 +426,7 @@ class LedgerStorage:
             await self.fence(ledger_id, master_key)
         if self.state == StorageState.CLOSED:
             raise BookieUnavailableError("bookie storage is closed", self.bookie_id)
-        st = self._existing(ledger_id)
+        st = self.table.existing(ledger_id)
         if entry_id == LAST_ENTRY:
             entry_id = st.last_entry_id
             if entry_id < 0:
@@ -502,8 +488,8 @@ class LedgerStorage:
         return out
 
     async def read_lac(self, ledger_id: int) -> int:
-        st = self.ledgers.get(ledger_id)
-        return -1 if st is None or st.deleted else st.lac
+        st = self.table.live(ledger_id)
+        return -1 if st is None else st.lac
 
     async def wait_lac(self, ledger_id: int, previous_lac: int, timeout_ms: int) -> int:
         current = await self.read_lac(ledger_id)
@@ -513,11 +499,10 @@ class LedgerStorage:
         return await self.read_lac(ledger_id)
 
     def ledger_exists(self, ledger_id: int) -> bool:
-        st = self.ledgers.get(ledger_id)
-        return st is not None and not st.deleted
+        return self.table.exists(ledger_id)
 
     def ledger_ids(self) -> list[int]:
-        return sorted(lid for lid, st in self.ledgers.items() if not st.deleted)
+        return self.table.ids()
 
     async def disk_usage(self) -> DiskUsage:
         return await self.read_executor.run(self.disk.usage, self.paths.ledger_dir)
@@ -557,8 +542,7 @@ class LedgerStorage:
             cache = self._active
             self._active = WriteCache()
             self._flushing = cache
-            dirty = {lid: self.ledgers[lid].encode() for lid in sorted(self._dirty) if lid in self.ledgers}
-            self._dirty.clear()
+            dirty = self.table.take_dirty()
             items = cache.sorted_items()
             # --------------------------------------------------------------
             try:
@@ -579,10 +563,9 @@ class LedgerStorage:
 
     def _restore_after_failed_flush(self, cache: WriteCache, dirty: dict[int, bytes]) -> None:
         for ledger_id, entry_id, data in cache.sorted_items():
-            st = self.ledgers.get(ledger_id)
-            if st is not None and not st.deleted and self._active.get(ledger_id, entry_id) is None:
+            if self.table.exists(ledger_id) and self._active.get(ledger_id, entry_id) is None:
                 self._active.put(ledger_id, entry_id, data)
-        self._dirty.update(dirty)
+        self.table.restore_dirty(dirty)
 
     def _flush_sync(
         self, items: list[tuple[int, int, bytes]], dirty: dict[int, bytes], mark: JournalPosition
@@ -605,12 +588,9 @@ class LedgerStorage:
     async def delete_ledger(self, ledger_id: int) -> bool:
         """Forget a ledger: index entries and caches dropped, state kept as a deleted marker
         (so a journal replay does not bring it back).  Space is reclaimed by compaction."""
-        st = self.ledgers.get(ledger_id)
-        if st is None or st.deleted:
+        st = self.table.mark_deleted(ledger_id, self.journal.enqueued_count)
+        if st is None:
             return False
-        st.deleted = True
-        self._deleted_at[ledger_id] = self.journal.enqueued_count
-        self._dirty.discard(ledger_id)
         self._active.delete_ledger(ledger_id)
         if self._flushing is not None:
             self._flushing.delete_ledger(ledger_id)
@@ -622,8 +602,7 @@ class LedgerStorage:
     async def _prune_deleted(self, synced_count: int) -> None:
         """Drop deleted-ledger markers once the checkpoint mark is past every journal record
         enqueued before the deletion: a replay can no longer bring those ledgers back."""
-        done = [lid for lid, seq in self._deleted_at.items() if seq <= synced_count]
-        done = [lid for lid in done if (st := self.ledgers.get(lid)) is not None and st.deleted]
+        done = self.table.prunable(synced_count)
         if not done:
             return
         batch = Batch()
@@ -631,11 +610,7 @@ class LedgerStorage:
             batch.delete(ledger_key(lid))
         assert self.index is not None
         await self.storage_executor.run(self.index.write, batch)
-        for lid in done:
-            self._deleted_at.pop(lid, None)
-            st = self.ledgers.get(lid)
-            if st is not None and st.deleted:
-                del self.ledgers[lid]
+        self.table.forget(done)
 
     def _delete_sync(self, ledger_id: int, state: bytes) -> None:
         assert self.index is not None
