@@ -138,10 +138,19 @@ class Bookie:
         try:
             await self.registration.check_cookie()
             await self.storage.open()
+            self._started = True
+            await self._start_services()
         except BaseException:
+            self._stopped = True
+            if self._started and self.registration is not None:
+                await self.registration.unregister()
             await self._teardown()
             raise
-        self._started = True
+        return self.bookie_id
+
+    async def _start_services(self) -> None:
+        assert self.registration is not None
+        cfg = self.config
         self.disk_checker = DiskChecker(
             self.storage,
             self.disk,
@@ -159,7 +168,6 @@ class Bookie:
         self.storage.state_listeners.append(self._on_storage_state)
         self.metadata_store.add_session_listener(self.registration.on_session_event)
         await self.registration.register(read_only=self.storage.read_only)
-        return self.bookie_id
 
     def _on_storage_state(self, state: StorageState) -> None:
         if state in (StorageState.WRITABLE, StorageState.READ_ONLY) and self.registration is not None:

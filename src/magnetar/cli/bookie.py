@@ -93,6 +93,9 @@ async def _serve(cfg, metadata_url: str) -> int:  # type: ignore[no-untyped-def]
         except CookieMismatchError as exc:
             print(f"magnetar bookie: refusing to start: {exc}", file=sys.stderr, flush=True)
             return 3
+        except OSError as exc:
+            print(f"magnetar bookie: cannot start: {exc}", file=sys.stderr, flush=True)
+            return 2
         print(f"magnetar bookie ready: {bookie_id}", flush=True)
         await stop.wait()
         print(f"magnetar bookie stopping: {bookie_id}", flush=True)
