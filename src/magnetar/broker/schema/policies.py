@@ -140,7 +140,9 @@ class SchemaRegistryConfig:
             return default if s is SchemaCompatibilityStrategy.UNDEFINED else s
 
         return cls(
-            schema_compatibility_strategy=strategy("schemaCompatibilityStrategy", SchemaCompatibilityStrategy.FULL),
+            schema_compatibility_strategy=strategy(
+                "schemaCompatibilityStrategy", SchemaCompatibilityStrategy.FULL
+            ),
             system_topic_schema_compatibility_strategy=strategy(
                 "systemTopicSchemaCompatibilityStrategy", SchemaCompatibilityStrategy.ALWAYS_COMPATIBLE
             ),

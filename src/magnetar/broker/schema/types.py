@@ -245,7 +245,9 @@ def make_key_value_schema_info(
         props[prefix + "name"] = part.name
         props[prefix + "type"] = part.type.name
         props[prefix + "properties"] = json.dumps(dict(part.properties), sort_keys=True)
-    return SchemaInfo(name, SchemaType.KEY_VALUE, encode_key_value_data(key.schema_data, value.schema_data), props)
+    return SchemaInfo(
+        name, SchemaType.KEY_VALUE, encode_key_value_data(key.schema_data, value.schema_data), props
+    )
 
 
 # --------------------------------------------------------------------------- admin REST shapes
