@@ -116,3 +116,19 @@ async def test_in_process_standalone_serves_http_lookup(tmp_path):
             r = await http.get("/lookup/v2/topic/persistent/nobody/nothing/x")
             assert r.status_code == 404 and "reason" in r.json()
     assert sa.state.value == "stopped"
+
+
+@needs_broker
+def test_second_standalone_on_the_same_data_dir_is_refused(tmp_path):
+    from magnetar.testing.standalone import StandaloneStartError
+
+    first = StandaloneProcess(tmp_path / "data")
+    first.start()
+    try:
+        second = StandaloneProcess(tmp_path / "data")
+        with pytest.raises(StandaloneStartError, match="exited with code 1") as info:
+            second.start(timeout_s=30)
+        assert "metadata" in str(info.value)
+    finally:
+        code = first.terminate()
+    assert code == 0

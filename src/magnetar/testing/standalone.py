@@ -186,10 +186,15 @@ class StandaloneProcess:
         self._drain = threading.Thread(target=reader, name="standalone-stdout", daemon=True)
         self._drain.start()
         if not done.wait(timeout_s) or not found:
+            exited = self.proc.poll()
             self.kill()
+            what = (
+                f"exited with code {exited} before its ready line"
+                if exited is not None
+                else f"did not print its ready line within {timeout_s:.0f} s"
+            )
             raise StandaloneStartError(
-                f"standalone did not print its ready line within {timeout_s:.0f} s "
-                f"(exit {self.proc.returncode}); stdout: {other[-5:]}; log tail:\n{self.log_tail()}"
+                f"standalone {what}; stdout: {other[-5:]}; log tail:\n{self.log_tail()}"
             )
         return found[0]
 
