@@ -5,6 +5,7 @@ Prints, over the in-memory BookKeeper and over the real ledger client + in-proce
 
     add:       entries/s and MB/s with --window adds in flight (pipelined)
     tail read: a cursor keeping up with the writer (entries come from the entry cache)
+    cached:    a cursor just behind the tail reading what the entry cache holds
     backlog:   a cursor reading everything again with the cache cleared (bookie reads,
                read-ahead batches)
 
@@ -42,9 +43,9 @@ async def bench_stack(label: str, harness, entries: int, size: int, window: int)
     sem = asyncio.Semaphore(window)
     read_count = 0
 
-    async def add_one() -> None:
+    async def add_one() -> Position:
         async with sem:
-            await ml.add_entry(payload)
+            return await ml.add_entry(payload)
 
     async def tail_reader() -> None:
         nonlocal read_count
@@ -55,8 +56,9 @@ async def bench_stack(label: str, harness, entries: int, size: int, window: int)
     reader = asyncio.ensure_future(tail_reader())
     t0 = time.perf_counter()
     chunk = 10_000
+    positions: list[Position] = []
     for start in range(0, entries, chunk):
-        await asyncio.gather(*(add_one() for _ in range(min(chunk, entries - start))))
+        positions += await asyncio.gather(*(add_one() for _ in range(min(chunk, entries - start))))
     t_add = time.perf_counter() - t0
     await asyncio.wait_for(reader, 300)
     t_tail = time.perf_counter() - t0
@@ -66,6 +68,19 @@ async def bench_stack(label: str, harness, entries: int, size: int, window: int)
     )
     print(
         f"{label:8s} tail read {_rate(entries, entries * size, t_tail)}  (concurrent with the adds)",
+        flush=True,
+    )
+
+    # A reader just behind the tail: what the entry cache serves (no bookie reads).
+    cached = min(entries - 1, (f.cache.max_bytes // (size + 64)) // 2)
+    behind = await ml.new_non_durable_cursor(positions[-cached - 1])
+    t0 = time.perf_counter()
+    n = 0
+    while got := await behind.read_entries(200):
+        n += len(got)
+    t_cached = time.perf_counter() - t0
+    print(
+        f"{label:8s} cached    {_rate(n, n * size, t_cached)}  (just behind the tail: entry cache)",
         flush=True,
     )
 
