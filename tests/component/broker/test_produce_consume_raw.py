@@ -241,3 +241,45 @@ async def test_switching_subscription_type_keeps_unacked_messages(raw) -> None:
     c.send(commands.flow(2, 100))
     got = [await c.expect(T.MESSAGE) for _ in range(3)]
     assert [f.command.message_id.entryId for f in got] == [0, 1, 2]
+
+
+async def test_a_failed_bookie_write_keeps_receipts_in_order(broker, raw) -> None:
+    c = await raw()
+    await c.create_producer(TOPIC)
+    broker.bk.faults.fail_add(10)
+    for seq in range(30):
+        c.send_message(1, seq, f"m{seq}".encode())
+    seen: list[int] = []
+    closed = False
+    while True:
+        try:
+            f = await c.next(timeout_s=1.0)
+        except TimeoutError:
+            break
+        if f.type == T.SEND_RECEIPT:
+            assert not closed, f"receipt {f.command.sequence_id} after the producer was closed (seen {seen})"
+            seen.append(f.command.sequence_id)
+        elif f.type == T.CLOSE_PRODUCER:
+            closed = True
+        else:
+            raise AssertionError(f"unexpected {f.type.name}")
+    assert seen == list(range(len(seen)))  # in order, no gaps
+    assert len(seen) == 30 or closed
+
+
+async def test_a_fenced_ledger_closes_the_producer_without_later_receipts(broker, raw) -> None:
+    from magnetar.bookkeeper.api import LedgerFencedError
+
+    c = await raw()
+    await c.create_producer(TOPIC)
+    broker.bk.faults.fail_add(5, LedgerFencedError("fenced by a test"))
+    for seq in range(20):
+        c.send_message(1, seq, b"x")
+    kinds = []
+    while True:
+        try:
+            f = await c.next(timeout_s=1.0)
+        except TimeoutError:
+            break
+        kinds.append(f.command.sequence_id if f.type == T.SEND_RECEIPT else f.type.name)
+    assert kinds == [0, 1, 2, 3, "CLOSE_PRODUCER"]

@@ -145,6 +145,10 @@ class Connection:
             self.broker_closed_producer(producer)
             producer.topic.remove_producer(producer)
 
+    def publish_abandoned(self) -> None:
+        """A publish completed after its producer failed: no receipt, only the accounting."""
+        self._publish_done()
+
     def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
         # After the SUBSCRIBE's SUCCESS (written synchronously by the handler).
         asyncio.get_running_loop().call_soon(self.write, cmds.active_consumer_change(consumer_id, is_active))

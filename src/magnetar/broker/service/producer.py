@@ -88,6 +88,7 @@ class Producer:
         self._pending: deque[PendingPublish] = deque()
         self._drained = asyncio.Event()
         self._drained.set()
+        self._broken = False
 
     # ------------------------------------------------------------ state
     def _set_state(self, new: ProducerState) -> None:
@@ -126,6 +127,11 @@ class Producer:
                 err: BaseException | None = asyncio.CancelledError()
             else:
                 err = fut.exception()
+            if self._broken:
+                # After a failed publish the client re-sends everything from it on; a receipt
+                # for a later one would be out of its order (cpp drops the connection).
+                self.cnx.publish_abandoned()
+                continue
             if err is None:
                 pos = fut.result()
                 self.stats.msg_in_counter += p.num_messages
@@ -133,6 +139,7 @@ class Producer:
                 self.cnx.send_receipt(self, p.sequence_id, p.highest_sequence_id, pos)
                 stored = True
             else:
+                self._broken = not _is_checksum_error(err)
                 self.cnx.publish_failed(self, p.sequence_id, err)
         if not self._pending:
             self._drained.set()
@@ -173,6 +180,12 @@ class Producer:
             "msgInCounter": self.stats.msg_in_counter,
             "bytesInCounter": self.stats.bytes_in_counter,
         }
+
+
+def _is_checksum_error(err: BaseException) -> bool:
+    from magnetar.broker.errors import ChecksumError
+
+    return isinstance(err, ChecksumError)
 
 
 _ACCESS_MODES = {0: "Shared", 1: "Exclusive", 2: "WaitForExclusive", 3: "ExclusiveWithFencing"}

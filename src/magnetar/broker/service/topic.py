@@ -8,6 +8,12 @@ a task whose first step calls the managed ledger synchronously), and the
 managed ledger completes pipelined adds in call order.  Every completed add
 wakes every subscription's dispatcher.
 
+A retriable storage failure (the managed ledger rolls to a new ledger) is
+retried once.  Known limit: adds issued after the failed one may already be
+stored on the new ledger, so the retried entry lands after them (no
+duplicate, but out of the producer's order) -- the managed ledger re-issuing
+failed adds ahead of later ones, as Java's does, would close that gap.
+
 Subscriptions are created on first subscribe (durable: a named cursor;
 readers: a non-durable cursor starting one entry *before* the requested id so
 the entry at the id is delivered, as Java does).
@@ -35,7 +41,7 @@ from magnetar.broker.service.access_mode import ProducerAccess
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.subscription import Subscription
-from magnetar.managed_ledger.api import InitialPosition, ManagedLedger, Position
+from magnetar.managed_ledger.api import InitialPosition, ManagedLedger, ManagedLedgerError, Position
 from magnetar.protocol.payload import is_batch as meta_is_batch
 from magnetar.protocol.payload import num_messages, peek_metadata
 from magnetar.runtime import Clock, TaskSupervisor
@@ -46,6 +52,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLOSE_DRAIN_TIMEOUT_S = 5.0
+ADD_ATTEMPTS = 2
+ADD_RETRY_DELAY_S = 0.05
 INT64_MAX = (1 << 63) - 1
 
 
@@ -145,7 +153,17 @@ class PersistentTopic:
         return asyncio.ensure_future(self._add(data, n_messages, is_batch))
 
     async def _add(self, data: bytes, n_messages: int, is_batch: bool) -> Position:
-        pos = await self.ml.add_entry(data)
+        for attempt in range(ADD_ATTEMPTS):
+            try:
+                pos = await self.ml.add_entry(data)
+                break
+            except ManagedLedgerError as exc:
+                # A retriable storage error means the ledger is being rolled: try the new one
+                # once (receipts stay in order: the producer's FIFO waits for this add).
+                if not exc.retriable or attempt + 1 == ADD_ATTEMPTS or self.state is not TopicState.ACTIVE:
+                    raise
+                log.info("add on %s failed (%s); retrying on the next ledger", self.name, exc)
+                await self.clock.sleep(ADD_RETRY_DELAY_S)
         self.msg_in_counter += n_messages
         self.bytes_in_counter += len(data)
         self.last_publish_ms = self.clock.time_ms()
