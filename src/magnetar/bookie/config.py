@@ -107,11 +107,12 @@ class BookieConfig:
     @classmethod
     def for_data_dir(cls, data_dir: str, **overrides: Any) -> BookieConfig:
         """Journal and ledgers under one directory (standalone, tests)."""
-        return cls(
-            journal_directory=f"{data_dir}/journal",
-            ledger_directories=(f"{data_dir}/ledgers",),
-            **overrides,
-        )
+        kwargs: dict[str, Any] = {
+            "journal_directory": f"{data_dir}/journal",
+            "ledger_directories": (f"{data_dir}/ledgers",),
+        }
+        kwargs.update(overrides)
+        return cls(**kwargs)
 
     def with_overrides(self, **overrides: Any) -> BookieConfig:
         return dataclasses.replace(self, **{k: v for k, v in overrides.items() if v is not None})

@@ -25,7 +25,7 @@ checkpoint flushes and compaction rewrites never interleave).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import crc32c
@@ -73,19 +73,30 @@ def encode_record(ledger_id: int, entry_id: int, data: bytes) -> bytes:
 
 
 class EntryLogger:
-    def __init__(self, directory: str, disk: Disk, size_limit_bytes: int) -> None:
+    def __init__(
+        self,
+        directory: str,
+        disk: Disk,
+        size_limit_bytes: int,
+        allocate_id: Callable[[], int] | None = None,
+    ) -> None:
         self.directory = directory
         self._disk = disk
         self._size_limit_bytes = size_limit_bytes
         self._active: AppendFile | None = None
         self.active_log_id = -1
         self._next_log_id = 1
+        # Several directories share one id space (EntryLogSet passes its allocator).
+        self._allocate_id = allocate_id
         self.active_usage: dict[int, int] = {}
 
     def open(self) -> None:
         self._disk.makedirs(self.directory)
         ids = self.log_ids()
         self._next_log_id = (ids[-1] + 1) if ids else 1
+
+    def is_active(self, log_id: int) -> bool:
+        return log_id == self.active_log_id
 
     def log_ids(self) -> list[int]:
         ids = (parse_log_file_name(n) for n in self._disk.listdir(self.directory))
@@ -152,7 +163,7 @@ class EntryLogger:
             self._active.fsync()
             self._active.close()
             self._active = None
-        log_id = self._next_log_id
+        log_id = self._allocate_id() if self._allocate_id is not None else self._next_log_id
         f = self._disk.open_append(self.path(log_id))
         try:
             f.write(_FILE_HEADER.pack(LOG_MAGIC, log_id))
@@ -164,7 +175,7 @@ class EntryLogger:
             raise
         self._active = f
         self.active_log_id = log_id
-        self._next_log_id = log_id + 1
+        self._next_log_id = max(self._next_log_id, log_id + 1)
         self.active_usage = {}
 
     def roll(self) -> None:
@@ -243,3 +254,96 @@ def _decode(raw: bytes, loc: Location) -> LoggedEntry:
     if crc32c.crc32c(mv[8:]) != crc:
         raise EntryLogCorruption(f"CRC mismatch at log {loc.log_id} offset {loc.offset}")
     return LoggedEntry(loc, ledger_id, entry_id, bytes(mv[RECORD_OVERHEAD:]))
+
+
+class EntryLogSet:
+    """Entry logs spread over several ledger directories (``ledgerDirectories``).
+
+    A ledger's entries always go to directory ``ledger_id % n`` (so a ledger's
+    entries stay together and read-ahead works); log ids are unique across
+    directories, so an index location (log id, offset) names one file.  Same
+    interface as :class:`EntryLogger`; with one directory it is a thin wrapper.
+    """
+
+    def __init__(self, directories: list[str], disk: Disk, size_limit_bytes: int) -> None:
+        self._disk = disk
+        self._next_id = 1
+        self.loggers = [EntryLogger(d, disk, size_limit_bytes, self._allocate) for d in directories]
+        self._dir_of: dict[int, EntryLogger] = {}
+
+    def _allocate(self) -> int:
+        log_id = self._next_id
+        self._next_id += 1
+        return log_id
+
+    def open(self) -> None:
+        for lg in self.loggers:
+            lg.open()
+            for log_id in lg.log_ids():
+                if log_id in self._dir_of:
+                    raise EntryLogCorruption(f"entry log {log_id} exists in two ledger directories")
+                self._dir_of[log_id] = lg
+        self._next_id = max(self._dir_of, default=0) + 1
+
+    def _logger(self, log_id: int) -> EntryLogger:
+        lg = self._dir_of.get(log_id)
+        if lg is None:
+            raise FileNotFoundError(f"no entry log {log_id}")
+        return lg
+
+    def log_ids(self) -> list[int]:
+        return sorted(self._dir_of)
+
+    def is_active(self, log_id: int) -> bool:
+        return any(lg.is_active(log_id) for lg in self.loggers)
+
+    def path(self, log_id: int) -> str:
+        return self._logger(log_id).path(log_id)
+
+    def log_size(self, log_id: int) -> int:
+        return self._logger(log_id).log_size(log_id)
+
+    def total_bytes(self) -> int:
+        return sum(lg.total_bytes() for lg in self.loggers)
+
+    def append_batch(
+        self, entries: list[tuple[int, int, bytes]]
+    ) -> tuple[list[Location], dict[int, dict[int, int]]]:
+        n = len(self.loggers)
+        by_dir: dict[int, list[int]] = {}
+        for i, (ledger_id, _, _) in enumerate(entries):
+            by_dir.setdefault(ledger_id % n, []).append(i)
+        locations: list[Location | None] = [None] * len(entries)
+        touched: dict[int, dict[int, int]] = {}
+        for d, idxs in sorted(by_dir.items()):
+            lg = self.loggers[d]
+            locs, usage = lg.append_batch([entries[i] for i in idxs])
+            for i, loc in zip(idxs, locs, strict=True):
+                locations[i] = loc
+                self._dir_of[loc.log_id] = lg
+            touched.update(usage)
+        return [loc for loc in locations if loc is not None], touched
+
+    def read(self, loc: Location, ledger_id: int, entry_id: int) -> bytes:
+        return self._logger(loc.log_id).read(loc, ledger_id, entry_id)
+
+    def read_run(
+        self, loc: Location, ledger_id: int, entry_id: int, max_bytes: int, max_entries: int
+    ) -> list[LoggedEntry]:
+        return self._logger(loc.log_id).read_run(loc, ledger_id, entry_id, max_bytes, max_entries)
+
+    def scan(self, log_id: int) -> Iterator[LoggedEntry]:
+        return self._logger(log_id).scan(log_id)
+
+    def delete(self, log_id: int) -> None:
+        lg = self._dir_of.pop(log_id, None)
+        if lg is not None:
+            self._disk.delete(lg.path(log_id))
+
+    def roll(self) -> None:
+        for lg in self.loggers:
+            lg.roll()
+
+    def close(self) -> None:
+        for lg in self.loggers:
+            lg.close()

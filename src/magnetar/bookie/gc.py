@@ -87,7 +87,7 @@ class GarbageCollector:
         logger = self._storage.entry_logger
         out: dict[int, float] = {}
         for log_id in logger.log_ids():
-            if log_id == logger.active_log_id:
+            if logger.is_active(log_id):
                 continue
             raw = index.get(log_key(log_id))
             usage = decode_log_usage(raw) if raw is not None else {}
@@ -136,7 +136,7 @@ class GarbageCollector:
                 batch.put(log_key(lid), encode_log_usage(per_ledger))
         batch.delete(log_key(log_id))
         index.write(batch, sync=True)
-        self._storage.disk.delete(logger.path(log_id))
+        logger.delete(log_id)
         return len(live), size
 
     async def run_once(self, *, force_major: bool = False, force_minor: bool = False) -> GcResult:

@@ -24,7 +24,10 @@ Theory of operation:
   record to the journal; return when it is durable.  Journal order makes any
   add queued before the fence durable (and readable) before the fence returns.
 * Ledger states (master key, fenced, deleted, LAC seen, last entry id) live
-  in memory for every ledger on this bookie and are persisted at checkpoints.
+  in memory for every ledger on this bookie (ledger_table.py) and are
+  persisted at checkpoints.
+* Several ``ledgerDirectories``: entry logs of ledger L go to directory
+  ``L % n`` (entry_log.EntryLogSet); the index lives in the first one.
 
 State machine (transitions only in ``_set_state``):
 
@@ -62,7 +65,7 @@ from magnetar.bookie.caches import ReadCache, WriteCache
 from magnetar.bookie.config import BookieConfig
 from magnetar.bookie.disk import Disk, DiskUsage, RealDisk
 from magnetar.bookie.entry_format import MalformedEntry, parse_header
-from magnetar.bookie.entry_log import EntryLogCorruption, EntryLogger
+from magnetar.bookie.entry_log import EntryLogCorruption, EntryLogSet
 from magnetar.bookie.index import (
     LEDGER_PREFIX,
     MARK_KEY,
@@ -153,8 +156,8 @@ class LedgerStorage:
             file_size_max_bytes=config.journal_max_size_bytes,
             queue_size=config.journal_queue_size,
         )
-        self.entry_logger = EntryLogger(
-            self.paths.entry_log_dir, self.disk, config.entry_log_size_limit_bytes
+        self.entry_logger = EntryLogSet(
+            [f"{d}/current" for d in config.ledger_directories], self.disk, config.entry_log_size_limit_bytes
         )
         self.index: IndexStore | None = None
         self.table = LedgerTable(self._bookie_id)
@@ -209,14 +212,6 @@ class LedgerStorage:
         """Load the index, replay the journal; returns the number of records replayed."""
         if self.state != StorageState.NEW:
             raise BookieError("storage already opened")
-        if len(self.config.ledger_directories) > 1:
-            log.warning(
-                "bookie %s: %d ledger directories configured; entry logs and index use only %s "
-                "(the others hold cookies and are disk-checked)",
-                self.bookie_id,
-                len(self.config.ledger_directories),
-                self.paths.ledger_dir,
-            )
         await self.storage_executor.run(self._open_sync)
         start_mark = self.mark
         self._replayed_to = start_mark

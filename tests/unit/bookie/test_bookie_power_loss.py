@@ -26,9 +26,12 @@ from magnetar.runtime import Rng
 KEY = b"pl"
 
 
-def make_storage(disk: MemoryDisk, index: MemoryIndexStore, rng: Rng) -> LedgerStorage:
+def make_storage(
+    disk: MemoryDisk, index: MemoryIndexStore, rng: Rng, dirs: tuple[str, ...] = ("/bk/ledgers",)
+) -> LedgerStorage:
     cfg = BookieConfig.for_data_dir(
         "/bk",
+        ledger_directories=dirs,
         journal_max_group_wait_ms=0,
         journal_max_size_mb=rng.choice([0, 1]),  # 0: a new journal file for every group
         entry_log_size_limit_bytes=rng.choice([4096, 65536]),
@@ -140,12 +143,13 @@ async def test_power_loss_never_loses_an_acknowledged_add(seed):
     disk = MemoryDisk(capacity_bytes=rng.randint(60_000, 400_000) if seed % 3 == 2 else 1 << 40)
     index = MemoryIndexStore()
     state: dict = {"acked": {}, "next": {}, "lac": {}, "fenced": set(), "deleted": set(), "acks": 0}
+    dirs = ("/bk/ledgers", "/bk/ledgers2") if seed % 2 else ("/bk/ledgers",)  # ledgerDirectories
     for life in range(5):
-        s = make_storage(disk, index, rng)
+        s = make_storage(disk, index, rng, dirs)
         await s.open()
         await verify(s, state)
         await one_life(s, rng, state, life)
-    s = make_storage(disk, index, rng)
+    s = make_storage(disk, index, rng, dirs)
     await s.open()
     try:
         await verify(s, state)

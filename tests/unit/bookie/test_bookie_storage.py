@@ -313,3 +313,34 @@ async def test_read_ahead_fills_the_read_cache_but_never_with_stale_copies(tmp_p
             assert await s2.read_entry(1, i) == entry(1, i)
     finally:
         await s2.aclose()
+
+
+async def test_several_ledger_directories_spread_ledgers_and_survive_restart_and_compaction(tmp_path):
+    import os
+
+    from magnetar.bookie.gc import GarbageCollector
+
+    dirs = (str(tmp_path / "l0"), str(tmp_path / "l1"))
+    kw = dict(ledger_directories=dirs, entry_log_size_limit_bytes=16 * 1024)
+    s = await open_storage(tmp_path, **kw)
+    for i in range(30):
+        for lid in (10, 11, 12, 13):
+            await s.add_entry(lid, i, KEY, entry(lid, i, b"z" * 900))
+        if i % 10 == 9:
+            await s.checkpoint()
+    logs = {d: [n for n in os.listdir(f"{d}/current") if n.endswith(".log")] for d in dirs}
+    assert logs[dirs[0]] and logs[dirs[1]]  # even ledgers in l0, odd ones in l1
+    await s.delete_ledger(10)
+    await s.delete_ledger(11)
+    result = await GarbageCollector(s, None, s.config, s.clock).compact(0.9)  # type: ignore[arg-type]
+    assert result.logs_compacted
+    await s.aclose()
+    s2 = await open_storage(tmp_path, **kw)
+    try:
+        for lid in (12, 13):
+            for i in range(30):
+                assert await s2.read_entry(lid, i) == entry(lid, i, b"z" * 900)
+        with pytest.raises(NoSuchLedgerError):
+            await s2.read_entry(11, 0)
+    finally:
+        await s2.aclose()
