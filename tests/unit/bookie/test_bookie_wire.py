@@ -207,3 +207,32 @@ async def test_unavailable_timeout_and_reconnect(tmp_path, served):
     assert pool.get(f"127.0.0.1:{port}") is c
     assert await c.read_entry(4, 0) == entry(4, 0)
     await pool.aclose()
+
+
+async def test_random_garbage_never_takes_the_server_down(served):
+    from magnetar.runtime import Rng
+
+    storage, server, client, port = served
+    rng = Rng(99)
+    valid = wire.encode(wire.AddRequest(1, 70, 0, b"k", entry(70, 0)))
+    for i in range(30):
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        if i % 3 == 0:
+            junk = rng.randbytes(rng.randint(1, 300))
+        elif i % 3 == 1:  # a valid frame with a few bytes flipped
+            junk = bytearray(valid)
+            for _ in range(3):
+                junk[rng.randint(0, len(junk) - 1)] ^= 0xFF
+            junk = bytes(junk)
+        else:  # a valid length prefix, garbage body
+            body = rng.randbytes(rng.randint(10, 100))
+            junk = struct.pack(">I", len(body)) + body
+        w.write(junk)
+        await w.drain()
+        try:
+            await asyncio.wait_for(r.read(4096), 0.2)
+        except TimeoutError:
+            pass
+        w.close()
+    await client.add_entry(71, 0, b"k", entry(71, 0))
+    assert await client.read_entry(71, 0) == entry(71, 0)
