@@ -283,3 +283,12 @@ async def test_a_fenced_ledger_closes_the_producer_without_later_receipts(broker
             break
         kinds.append(f.command.sequence_id if f.type == T.SEND_RECEIPT else f.type.name)
     assert kinds == [0, 1, 2, 3, "CLOSE_PRODUCER"]
+    # The topic was unloaded: the next producer gets a freshly recovered ledger.
+    for _ in range(50):
+        if broker.service.topics.get_loaded(TOPIC) is None:
+            break
+        await asyncio.sleep(0.05)
+    assert broker.service.topics.get_loaded(TOPIC) is None
+    await c.create_producer(TOPIC, 2)
+    c.send_message(2, 0, b"again")
+    await c.expect(T.SEND_RECEIPT)

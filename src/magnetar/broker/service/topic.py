@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
@@ -41,7 +42,14 @@ from magnetar.broker.service.access_mode import ProducerAccess
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.subscription import Subscription
-from magnetar.managed_ledger.api import InitialPosition, ManagedLedger, ManagedLedgerError, Position
+from magnetar.managed_ledger.api import (
+    InitialPosition,
+    ManagedLedger,
+    ManagedLedgerClosedError,
+    ManagedLedgerError,
+    ManagedLedgerFencedError,
+    Position,
+)
 from magnetar.protocol.payload import is_batch as meta_is_batch
 from magnetar.protocol.payload import num_messages, peek_metadata
 from magnetar.runtime import Clock, TaskSupervisor
@@ -91,6 +99,8 @@ class PersistentTopic:
         self.state = TopicState.ACTIVE
         self.producers: dict[str, Producer] = {}
         self.access = ProducerAccess(self)
+        # Set by the registry: called when the ledger turns out fenced/closed under us.
+        self.on_fenced: Callable[[PersistentTopic], None] | None = None
         self.subscriptions: dict[str, Subscription] = {}
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
@@ -160,6 +170,8 @@ class PersistentTopic:
             except ManagedLedgerError as exc:
                 # A retriable storage error means the ledger is being rolled: try the new one
                 # once (receipts stay in order: the producer's FIFO waits for this add).
+                if isinstance(exc, ManagedLedgerFencedError | ManagedLedgerClosedError) and self.on_fenced:
+                    self.on_fenced(self)  # another owner took the ledger: unload, reload on next use
                 if not exc.retriable or attempt + 1 == ADD_ATTEMPTS or self.state is not TopicState.ACTIVE:
                     raise
                 log.info("add on %s failed (%s); retrying on the next ledger", self.name, exc)

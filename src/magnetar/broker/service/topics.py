@@ -129,6 +129,7 @@ class TopicRegistry:
                 ref.managed_ledger_name, self._svc.config.managed_ledger_config()
             )
             topic = PersistentTopic(ref, ml, self._svc.config, self._svc.clock, self._svc.supervisor)
+            topic.on_fenced = self._unload_fenced
         except BaseException as exc:
             if self._topics.get(ref.full_name) is fut:
                 del self._topics[ref.full_name]
@@ -139,6 +140,13 @@ class TopicRegistry:
                 raise
             return
         fut.set_result(topic)
+
+    def _unload_fenced(self, topic: PersistentTopic) -> None:
+        if topic.active:
+            log.warning("managed ledger of %s is fenced or closed: unloading the topic", topic.name)
+            self._svc.supervisor.spawn(
+                self._close(topic.ref, topic, delete=False), name=f"unload:{topic.name}"
+            )
 
     # ------------------------------------------------------------ unload / delete
     async def _close(self, ref: TopicRef, topic: PersistentTopic, delete: bool) -> None:
