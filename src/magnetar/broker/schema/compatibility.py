@@ -82,7 +82,7 @@ class SchemaCompatibilityChecker:
     def _check_pair(self, old: SchemaInfo, new: SchemaInfo, base: S) -> str:
         if old.type != new.type:
             return f"Incompatible schema: exists schema type {old.type.name}, new schema type {new.type.name}"
-        if old.schema_data == new.schema_data:
+        if old.schema_hash() == new.schema_hash():
             return ""
         if base is S.ALWAYS_INCOMPATIBLE:
             return "Incompatible schema: the compatibility strategy ALWAYS_INCOMPATIBLE refuses any change"

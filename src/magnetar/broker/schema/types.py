@@ -117,11 +117,16 @@ class SchemaInfo:
     def schema_hash(self) -> str:
         """Identity of the schema for version reuse: SHA-256 over type and definition.
 
-        As Pulsar's ``SchemaHash``: name and properties do not take part.
+        As Pulsar's ``SchemaHash``: name and properties do not take part -- except, for
+        KEY_VALUE, the parts' types and the encoding, which live in the properties (two
+        KeyValue schemas with empty STRING and INT64 keys have the same bytes).
         """
         h = hashlib.sha256()
         h.update(struct.pack(">i", int(self.type)))
         h.update(self.schema_data)
+        if self.type is SchemaType.KEY_VALUE:
+            for key in (KV_KEY_PREFIX + "type", KV_VALUE_PREFIX + "type", KV_ENCODING_TYPE):
+                h.update(b"\x00" + str(self.properties.get(key, "")).encode())
         return h.hexdigest()
 
     def size_bytes(self) -> int:
