@@ -178,6 +178,9 @@ class ManagedCursor(Protocol):
     async def read_entries_or_wait(self, max_entries: int, max_bytes: int | None = None) -> list[Entry]:
         """Like read_entries but waits for new entries when caught up (cancel to stop)."""
 
+    async def peek_entries(self, n: int) -> list[Entry]:
+        """The first ``n`` unacked entries after mark-delete; the read position does not move."""
+
     async def replay_entries(self, positions: Sequence[Position]) -> list[Entry]:
         """Read specific positions (redelivery); acked ones are skipped."""
 
@@ -286,6 +289,15 @@ class ManagedLedger(Protocol):
     async def delete_cursor(self, name: str) -> None: ...
 
     async def read_entry(self, position: Position) -> Entry: ...
+
+    async def read_entries_from(self, start: Position, max_entries: int) -> list[Entry]:
+        """Entries from the first existing position >= ``start`` (admin peek/examine)."""
+
+    def position_after(self, start: Position, n: int) -> Position:
+        """The existing position ``n`` entries after the first existing one >= ``start``."""
+
+    def backlog_size_from(self, position: Position) -> int:
+        """Estimated bytes from ``position`` to the end (admin ``backlogSize``)."""
 
     async def wait_for_entries_after(self, position: Position) -> None:
         """Return once an entry after ``position`` exists (or the ledger is closed/terminated)."""

@@ -210,6 +210,19 @@ class ManagedCursorImpl:
             if not self.has_more_entries():
                 await ml.wait_for_entries_after(ml.ledger_list.last_confirmed)
 
+    async def peek_entries(self, n: int) -> list[Entry]:
+        """The first ``n`` unacknowledged entries after mark-delete, without moving the read
+        position (admin peek)."""
+        self._check_open()
+        ll, reader = self.ml.ledger_list, self.ml.reader
+        pos = self._skip_acked(ll.next_valid(self._md.next()))
+        out: list[Entry] = []
+        while len(out) < n and pos <= ll.last_confirmed:
+            e = await reader.read_entry(pos, read_ahead=False)
+            out.append(e)
+            pos = self._skip_acked(ll.next_valid(pos.next()))
+        return out
+
     async def replay_entries(self, positions: Sequence[Position]) -> list[Entry]:
         self._check_open()
         ll = self.ml.ledger_list

@@ -25,8 +25,10 @@ from dataclasses import replace
 from magnetar.bookkeeper.api import BKError, NoSuchLedgerError, WriteHandle
 from magnetar.managed_ledger import trimmer
 from magnetar.managed_ledger.api import (
+    CursorNotFoundError,
     Entry,
     InitialPosition,
+    InvalidCursorPositionError,
     LedgerInfo,
     ManagedCursor,
     ManagedLedgerClosedError,
@@ -163,6 +165,7 @@ class ManagedLedgerImpl(LedgerWriter):
         for cname, raw, version in await self.meta.load_cursors():
             cursor = await ManagedCursorImpl.recover(self, cname, raw, version)
             self._cursors[cname] = cursor
+        self.schedule_trim()  # as Pulsar does after opening: consumed ledgers may be due
 
     async def _recover_last_ledger(self, last: LedgerInfo) -> None:
         try:
@@ -276,10 +279,30 @@ class ManagedLedgerImpl(LedgerWriter):
 
     async def read_entry(self, position: Position) -> Entry:
         if position.entry_id < 0 or position.entry_id >= self.ledger_list.entries_of(position.ledger_id):
-            from magnetar.managed_ledger.api import InvalidCursorPositionError
-
             raise InvalidCursorPositionError(f"no entry at {position} in {self._name}")
         return await self.reader.read_entry(position)
+
+    async def read_entries_from(self, start: Position, max_entries: int) -> list[Entry]:
+        """Up to ``max_entries`` entries from the first existing position >= ``start``
+        (admin peek/examine; no cursor involved)."""
+        ll = self.ledger_list
+        pos = ll.next_valid(start)
+        out: list[Entry] = []
+        while len(out) < max_entries and pos <= ll.last_confirmed:
+            last = min(ll.entries_of(pos.ledger_id) - 1, pos.entry_id + max_entries - len(out) - 1)
+            out += await self.reader.read_range(pos.ledger_id, pos.entry_id, last, read_ahead=False)
+            pos = ll.next_valid(Position(pos.ledger_id, last + 1))
+        return out
+
+    def position_after(self, start: Position, n: int) -> Position:
+        """The existing position ``n`` entries after the first existing one >= ``start``
+        (past the end: the position after the last entry)."""
+        return self.ledger_list.advance(start, n)
+
+    def backlog_size_from(self, position: Position) -> int:
+        """Estimated bytes from ``position`` (inclusive) to the end (admin ``backlogSize``)."""
+        ll = self.ledger_list
+        return ll.size_after(ll.previous(ll.next_valid(position)))
 
     # -- cursors ------------------------------------------------------------------------------
 
@@ -314,8 +337,6 @@ class ManagedLedgerImpl(LedgerWriter):
     async def delete_cursor(self, name: str) -> None:
         cursor = self._cursors.pop(name, None)
         if cursor is None:
-            from magnetar.managed_ledger.api import CursorNotFoundError
-
             raise CursorNotFoundError(f"cursor {name} not found on {self._name}")
         await cursor.delete_durable_state()
         self.schedule_trim()

@@ -152,3 +152,20 @@ async def test_replay_skips_acked_and_trimmed_positions(harness) -> None:
     assert pos[2].ledger_id not in [li.ledger_id for li in ml.ledgers()]
     got = await c.replay_entries(old + [pos[12], pos[13], pos[20]])
     assert [e.data for e in got] == [b"p13", b"p20"]
+
+
+async def test_admin_reads_peek_examine_backlog_size(harness) -> None:
+    f = await harness.new_factory(small_config())
+    ml = await f.open("t/ns/d/admin")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    pos = [await ml.add_entry(b"%02d" % i + b"." * 98) for i in range(25)]
+    got = await ml.read_entries_from(Position.EARLIEST, 12)  # type: ignore[attr-defined]
+    assert [e.position for e in got] == pos[:12]
+    assert [e.position for e in await ml.read_entries_from(pos[18], 100)] == pos[18:]
+    assert ml.position_after(Position.EARLIEST, 13) == pos[13]  # type: ignore[attr-defined]
+    assert ml.position_after(pos[20], 10) > pos[-1]
+    assert ml.backlog_size_from(pos[15]) == 10 * 100
+    await c.delete([pos[0], pos[2]])
+    peeked = await c.peek_entries(3)
+    assert [e.position for e in peeked] == [pos[1], pos[3], pos[4]]
+    assert c.read_position == pos[1], "peek does not move the read position"
