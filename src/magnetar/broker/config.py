@@ -78,6 +78,7 @@ class BrokerConfig:
     subscription_redelivery_tracker_enabled: bool = _k("subscriptionRedeliveryTrackerEnabled", True)
     acknowledgment_at_batch_index_level_enabled: bool = _k("acknowledgmentAtBatchIndexLevelEnabled", False)
     broker_deduplication_enabled: bool = _k("brokerDeduplicationEnabled", False)
+    stats_update_frequency_in_secs: int = _k("statsUpdateFrequencyInSecs", 60)
     dispatcher_max_read_batch_size: int = _k("dispatcherMaxReadBatchSize", 100)
     dispatcher_max_read_size_bytes: int = _k("dispatcherMaxReadSizeBytes", 5 * 1024 * 1024)
     dispatcher_max_round_robin_batch_size: int = _k("dispatcherMaxRoundRobinBatchSize", 20)

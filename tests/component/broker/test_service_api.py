@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from conftest import RawClient
+from conftest import RawClient, running_broker
 
 from magnetar.broker import errors
+from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType as T
 
 NS = "public/default"
@@ -113,3 +116,23 @@ async def test_statistics_snapshot(broker) -> None:
         assert s == {"connections": 1, "topics": 1, "producers": 0, "subscriptions": 1, "consumers": 1}
     finally:
         await c.aclose()
+
+
+async def test_rates_are_sampled() -> None:
+
+    async with running_broker(statsUpdateFrequencyInSecs=1) as b:
+        c = await RawClient.connect(b.port)
+        try:
+            t = "persistent://public/default/rates"
+            await c.subscribe(t, "s", 0, 1)
+            c.send(commands.flow(1, 1000))
+            await c.create_producer(t, 2)
+            for seq in range(50):
+                c.send_message(2, seq, b"x" * 100)
+            await asyncio.sleep(1.3)
+            stats = await b.service.topic_stats(t)
+            assert stats["msgRateIn"] > 0 and stats["msgThroughputIn"] > stats["msgRateIn"]
+            assert stats["publishers"][0]["msgRateIn"] > 0
+            assert stats["subscriptions"]["s"]["msgRateOut"] > 0
+        finally:
+            await c.aclose()

@@ -30,6 +30,7 @@ from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.service.admin import TopicAdmin
 from magnetar.broker.service.connection import Connection
 from magnetar.broker.service.names import parse_topic
+from magnetar.broker.service.rates import sample_topic
 from magnetar.broker.service.topics import TopicRegistry
 from magnetar.managed_ledger.api import ManagedLedgerFactory
 from magnetar.metadata.api import MetadataStore
@@ -93,7 +94,18 @@ class BrokerService(TopicAdmin):
         )
         if self._producer_name_prefix is None:
             self._producer_name_prefix = await self._allocate_name_prefix()
+        self.supervisor.spawn(self._sample_rates(), name="stats-sampler")
         self._started = True
+
+    async def _sample_rates(self) -> None:
+        interval_s = max(1, self.config.stats_update_frequency_in_secs)
+        last = self.clock.monotonic()
+        while True:
+            await self.clock.sleep(interval_s)
+            now = self.clock.monotonic()
+            for topic in self.topics.loaded():
+                sample_topic(topic, now - last)
+            last = now
 
     async def _allocate_name_prefix(self) -> str:
         try:

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from magnetar.broker.service.rates import Rate
 from magnetar.managed_ledger.api import Entry, Position
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ class Consumer:
         self.msg_out_counter = 0
         self.bytes_out_counter = 0
         self.redelivered_counter = 0
+        self.rate_out = Rate()
+        self.rate_redeliver = Rate()
         self.last_acked_ms = 0
         self.last_consumed_ms = 0
         self.last_flow_ms = 0
@@ -154,11 +157,11 @@ class Consumer:
         from magnetar.broker.service.producer import _iso
 
         return {
-            "msgRateOut": 0.0,
-            "msgThroughputOut": 0.0,
+            "msgRateOut": self.rate_out.msg_rate,
+            "msgThroughputOut": self.rate_out.byte_rate,
             "bytesOutCounter": self.bytes_out_counter,
             "msgOutCounter": self.msg_out_counter,
-            "msgRateRedeliver": 0.0,
+            "msgRateRedeliver": self.rate_redeliver.msg_rate,
             "messageAckRate": 0.0,
             "chunkedMessageRate": 0.0,
             "consumerName": self.consumer_name,

@@ -25,6 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from magnetar.broker.service.rates import Rate
 from magnetar.managed_ledger.api import Position
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ class Producer:
         self._drained = asyncio.Event()
         self._drained.set()
         self._broken = False
+        self.rate = Rate()
 
     # ------------------------------------------------------------ state
     def _set_state(self, new: ProducerState) -> None:
@@ -164,8 +166,8 @@ class Producer:
     def to_stats(self) -> dict:
         return {
             "accessMode": _ACCESS_MODES.get(self.access_mode, "Shared"),
-            "msgRateIn": 0.0,
-            "msgThroughputIn": 0.0,
+            "msgRateIn": self.rate.msg_rate,
+            "msgThroughputIn": self.rate.byte_rate,
             "averageMsgSize": (
                 self.stats.bytes_in_counter / self.stats.msg_in_counter if self.stats.msg_in_counter else 0.0
             ),

@@ -2,8 +2,8 @@
 
 Theory of operation: counters live on the objects that change them (topic:
 msgIn/bytesIn; consumers: msgOut/bytesOut; cursors: backlog); this module only
-reads them into the JSON field names Pulsar uses.  Rates are not sampled yet
-and read 0.0.  Partitioned stats add the partitions' counters up and merge
+reads them into the JSON field names Pulsar uses.  Rates come from
+``rates.py`` (sampled every ``statsUpdateFrequencyInSecs``).  Partitioned stats add the partitions' counters up and merge
 subscriptions by name.
 """
 
@@ -55,10 +55,10 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
     bytes_out = sum(s.get("bytesOutCounter", 0) for s in subs.values())
     host = urlparse(web_url).netloc
     return {
-        "msgRateIn": 0.0,
-        "msgThroughputIn": 0.0,
-        "msgRateOut": 0.0,
-        "msgThroughputOut": 0.0,
+        "msgRateIn": topic.rate_in.msg_rate,
+        "msgThroughputIn": topic.rate_in.byte_rate,
+        "msgRateOut": sum(s.get("msgRateOut", 0.0) for s in subs.values()),
+        "msgThroughputOut": sum(s.get("msgThroughputOut", 0.0) for s in subs.values()),
         "bytesInCounter": topic.bytes_in_counter,
         "msgInCounter": topic.msg_in_counter,
         "bytesOutCounter": bytes_out,

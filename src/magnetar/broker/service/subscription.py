@@ -180,11 +180,11 @@ class Subscription:
         consumers = self.consumers
         active = getattr(self.dispatcher, "active", None)
         out = {
-            "msgRateOut": 0.0,
-            "msgThroughputOut": 0.0,
+            "msgRateOut": sum(c.rate_out.msg_rate for c in consumers),
+            "msgThroughputOut": sum(c.rate_out.byte_rate for c in consumers),
             "bytesOutCounter": sum(c.bytes_out_counter for c in consumers),
             "msgOutCounter": sum(c.msg_out_counter for c in consumers),
-            "msgRateRedeliver": 0.0,
+            "msgRateRedeliver": sum(c.rate_redeliver.msg_rate for c in consumers),
             "messageAckRate": 0.0,
             "chunkedMessageRate": 0,
             "msgBacklog": self.backlog(),

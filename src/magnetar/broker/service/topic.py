@@ -41,6 +41,7 @@ from magnetar.broker.config import BrokerConfig
 from magnetar.broker.service.access_mode import ProducerAccess
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.producer import Producer
+from magnetar.broker.service.rates import Rate
 from magnetar.broker.service.subscription import Subscription
 from magnetar.managed_ledger.api import (
     InitialPosition,
@@ -103,6 +104,7 @@ class PersistentTopic:
         self.on_fenced: Callable[[PersistentTopic], None] | None = None
         self.subscriptions: dict[str, Subscription] = {}
         self.msg_in_counter = 0
+        self.rate_in = Rate()
         self.bytes_in_counter = 0
         self.created_ms = clock.time_ms()
         self.last_publish_ms = 0
