@@ -132,3 +132,19 @@ def test_second_standalone_on_the_same_data_dir_is_refused(tmp_path):
     finally:
         code = first.terminate()
     assert code == 0
+
+
+@needs_broker
+def test_environment_variables_configure_the_broker(tmp_path):
+    import os
+
+    env = dict(os.environ, allowAutoTopicCreationType="partitioned", PULSAR_PREFIX_defaultNumPartitions="2")
+    proc = StandaloneProcess(tmp_path / "data", env=env)
+    ready = proc.start()
+    try:
+        auto = f"{ready.web_url}/admin/v2/persistent/public/default/env-made/partitions?checkAllowAutoCreation=true"
+        with urllib.request.urlopen(auto, timeout=15) as r:
+            assert json.loads(r.read()) == {"partitions": 2}
+    finally:
+        code = proc.terminate()
+    assert code == 0, proc.log_tail()

@@ -4,7 +4,13 @@ Theory of operation: Pulsar operators bring a ``standalone.conf`` / ``broker.con
 in Java-properties ``key=value`` form with Pulsar's key names, and expect CLI
 flags to win over the file.  We read settings in three layers, lowest first:
 
-    built-in defaults  <  --config FILE  <  explicit CLI flags
+    built-in defaults  <  --config FILE  <  environment  <  explicit CLI flags
+
+The environment layer is the one Pulsar's Docker image applies
+(``apply-config-from-env.py``): a variable named exactly like a key that the
+file, the defaults or ``known_keys`` mention replaces its value, and
+``PULSAR_PREFIX_<key>`` sets any key.  The environment is passed in (a
+mapping), never read from a global here.
 
 and keep the merged result as one flat ``{pulsar_key: string}`` mapping
 (:attr:`StandaloneConfig.properties`).  The few settings the assembly itself
@@ -162,15 +168,31 @@ class StandaloneConfig:
         return self.data_dir / "bookie"
 
 
+ENV_PREFIX = "PULSAR_PREFIX_"
+
+
+def environment_layer(env: Mapping[str, str], mentioned_keys: set[str] | frozenset[str]) -> dict[str, str]:
+    """Settings from the environment, as Pulsar's Docker image reads them."""
+    out = {key: env[key] for key in sorted(mentioned_keys) if key in env}
+    for name, value in env.items():
+        if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX):
+            out[name[len(ENV_PREFIX) :]] = value
+    return out
+
+
 def load_standalone_config(
     config_file: str | os.PathLike[str] | None = None,
     *,
     data_dir: str | os.PathLike[str] | None = None,
     overrides: Mapping[str, str | None] | None = None,
+    env: Mapping[str, str] | None = None,
+    known_keys: frozenset[str] = frozenset(),
 ) -> StandaloneConfig:
-    """Build the config from defaults < file < ``overrides`` (CLI flags, Pulsar key names)."""
+    """Build the config from defaults < file < ``env`` < ``overrides`` (CLI flags, Pulsar key names)."""
     file_layer = read_properties_file(config_file) if config_file else {}
-    props = merge_layers(STANDALONE_DEFAULTS, file_layer, overrides or {})
+    mentioned = set(STANDALONE_DEFAULTS) | set(file_layer) | set(known_keys)
+    env_layer = environment_layer(env, mentioned) if env is not None else {}
+    props = merge_layers(STANDALONE_DEFAULTS, file_layer, env_layer, overrides or {})
     for key in ("brokerServicePort", "webServicePort"):
         port = get_int(props, key, 0)
         if not 0 <= port <= 65535:

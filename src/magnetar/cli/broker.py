@@ -42,14 +42,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
     from magnetar.app.config import ConfigError, load_standalone_config
+    from magnetar.cli.standalone import known_pulsar_keys
 
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.WARNING), stream=sys.stderr
     )
     overrides = {**cli_overrides(args), "metadataStoreUrl": args.metadata_url}
     try:
-        config = load_standalone_config(args.config, data_dir=args.data_dir, overrides=overrides)
+        config = load_standalone_config(
+            args.config or os.environ.get("PULSAR_BROKER_CONF") or None,
+            data_dir=args.data_dir,
+            overrides=overrides,
+            env=os.environ,
+            known_keys=known_pulsar_keys(),
+        )
     except ConfigError as exc:
         print(f"magnetar broker: {exc}", file=sys.stderr)
         return EXIT_BAD_CONFIG

@@ -1,7 +1,9 @@
 """``magnetar standalone``: broker + bookie + local metadata in one process.
 
-Theory of operation: parse flags, merge them over the ``--config`` file and the
-standalone defaults (``magnetar.app.config``), run a
+Theory of operation: parse flags, merge them over the environment (Pulsar's
+Docker convention: a variable named like a key, or ``PULSAR_PREFIX_<key>``),
+the ``--config`` file (or ``$PULSAR_STANDALONE_CONF``) and the standalone
+defaults (``magnetar.app.config``), run a
 :class:`~magnetar.app.standalone.Standalone` on one event loop (uvloop when
 installed), print exactly one line ``magnetar ready: pulsar://HOST:PORT
 http://HOST:PORT`` once both ports serve, and park until SIGTERM or SIGINT;
@@ -58,7 +60,18 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, str | None]:
     }
 
 
+def known_pulsar_keys() -> frozenset[str]:
+    """Every Pulsar key the broker's config model knows (for the environment layer)."""
+    import dataclasses
+
+    from magnetar.broker.config import BrokerConfig
+
+    return frozenset(f.metadata["key"] for f in dataclasses.fields(BrokerConfig) if f.metadata.get("key"))
+
+
 def run(args: argparse.Namespace) -> int:
+    import os
+
     from magnetar.app.config import ConfigError, load_standalone_config
 
     logging.basicConfig(
@@ -67,7 +80,13 @@ def run(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     try:
-        config = load_standalone_config(args.config, data_dir=args.data_dir, overrides=cli_overrides(args))
+        config = load_standalone_config(
+            args.config or os.environ.get("PULSAR_STANDALONE_CONF") or None,
+            data_dir=args.data_dir,
+            overrides=cli_overrides(args),
+            env=os.environ,
+            known_keys=known_pulsar_keys(),
+        )
     except ConfigError as exc:
         print(f"magnetar standalone: {exc}", file=sys.stderr)
         return EXIT_BAD_CONFIG

@@ -40,3 +40,23 @@ def test_bad_values_are_config_errors(tmp_path):
         load_standalone_config(tmp_path / "missing.conf")
     with pytest.raises(ConfigError, match="TCP port"):
         load_standalone_config(None, overrides={"webServicePort": "70000"})
+
+
+def test_environment_layer_between_file_and_flags(tmp_path):
+    conf = tmp_path / "c.conf"
+    conf.write_text("brokerServicePort=7000\nwebServicePort=7080\nmaxMessageSize=1024\n")
+    env = {
+        "maxMessageSize": "2048",  # named like a key in the file: replaces it
+        "defaultNumPartitions": "5",  # a known key (known_keys) not in the file
+        "PULSAR_PREFIX_customPluginKey": "x",  # any key through the prefix
+        "PATH": "/usr/bin",  # not a key: ignored
+        "webServicePort": "7090",
+    }
+    cfg = load_standalone_config(
+        conf, overrides={"webServicePort": "0"}, env=env, known_keys=frozenset({"defaultNumPartitions"})
+    )
+    assert cfg.properties["maxMessageSize"] == "2048"
+    assert cfg.properties["defaultNumPartitions"] == "5"
+    assert cfg.properties["customPluginKey"] == "x"
+    assert "PATH" not in cfg.properties
+    assert cfg.broker_port == 7000 and cfg.web_port == 0  # the CLI flag still wins over the env
