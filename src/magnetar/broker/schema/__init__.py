@@ -12,6 +12,7 @@ Layout (each module opens with its theory of operation):
 * ``compatibility.py`` -- strategies applied per type (Avro/JSON, Protobuf, KeyValue, primitives).
 * ``storage.py``       -- versions on the metadata store at ``/schemas/{tenant}/{ns}/{topic}``.
 * ``registry.py``      -- SchemaRegistry: the service API below.
+* ``wire.py``          -- proto ``Schema`` <-> SchemaInfo (schema_info_from_command, to_wire_schema).
 
 The service API (for the PRODUCER/SUBSCRIBE/GET_SCHEMA handlers and the REST routes)
 =====================================================================================
@@ -37,10 +38,10 @@ Policies, once per request (namespace Policies JSON, TopicPolicies JSON or None)
                            is_system_topic=topic_name.is_system_topic)
     # pol.strategy, pol.allow_auto_update, pol.validation_enforced
 
-Wire -> SchemaInfo (the proto ``Schema``; its ``properties`` are KeyValue pairs)::
+Wire -> SchemaInfo and back (``schema.wire``)::
 
-    info = SchemaInfo(s.name, SchemaType.from_proto(s.type), s.schema_data,
-                      {kv.key: kv.value for kv in s.properties})       # None if no schema field
+    from magnetar.broker.schema.wire import schema_info_from_command, to_wire_schema
+    info = schema_info_from_command(cmd)      # PRODUCER/SUBSCRIBE pb command; None if no schema field
 
 PRODUCER::
 
@@ -56,8 +57,8 @@ SUBSCRIBE::
 
 GET_SCHEMA (version bytes absent/empty/-1 = latest)::
 
-    rec = await registry.get_schema(topic, cmd_version_bytes_or_None)
-    # rec.info -> Schema (type: rec.info.type.to_proto()), rec.version_bytes -> schema_version.
+    rec = await registry.get_schema(topic, cmd.schema_version if cmd.HasField("schema_version") else None)
+    commands.get_schema_response(cmd.request_id, to_wire_schema(rec.info), rec.version_bytes)
     # SchemaNotFoundError / SchemaVersionNotFoundError: ServerError TopicNotFound, and Pulsar's
     # message "Topic not found or no-schema" is fine to use; InvalidSchemaVersionError for bad bytes.
 
