@@ -76,6 +76,12 @@ class BKClosedError(BKError):
     """The client itself was closed."""
 
 
+class BKMetadataError(BKError):
+    """The metadata store failed (timeout, connection loss); the outcome may be unknown."""
+
+    retriable = True
+
+
 class DigestType(enum.Enum):
     CRC32C = "CRC32C"
     DUMMY = "DUMMY"

@@ -17,13 +17,14 @@ registry and the placement policy) and hands it to every handle it creates.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 
-from magnetar.bookie.api import UNDERREPLICATED_PATH, BookieClientPool
+from magnetar.bookie.api import BookieClientPool
 from magnetar.bookkeeper import api
 from magnetar.bookkeeper.config import ClientConfig
 from magnetar.bookkeeper.context import ClientContext
-from magnetar.bookkeeper.errors import UnauthorizedError
+from magnetar.bookkeeper.errors import UnauthorizedError, translate
 from magnetar.bookkeeper.ledger_handle import LedgerHandle
 from magnetar.bookkeeper.metadata import LedgerMetadataStore
 from magnetar.bookkeeper.placement import BookieRegistry, make_policy
@@ -31,14 +32,11 @@ from magnetar.bookkeeper.read_handle import ReadOnlyLedgerHandle
 from magnetar.bookkeeper.reader import EntryReader
 from magnetar.bookkeeper.recovery import LedgerRecovery
 from magnetar.bookkeeper.timeouts import with_timeout
-from magnetar.metadata.api import MetadataStore, NotFound
+from magnetar.bookkeeper.underreplication import UnderReplicationManager
+from magnetar.metadata.api import MetadataError, MetadataStore
 from magnetar.runtime import Clock, Rng, TaskSupervisor
 
 log = logging.getLogger(__name__)
-
-
-def underreplicated_path(ledger_id: int) -> str:
-    return f"{UNDERREPLICATED_PATH}/L{ledger_id:010d}"
 
 
 class BookKeeperClient:
@@ -68,18 +66,22 @@ class BookKeeperClient:
             placement=make_policy(config.placement_policy, rng.fork("placement")),
         )
         self._closed = False
+        self._handles: weakref.WeakSet[LedgerHandle] = weakref.WeakSet()
 
     def _check_open(self) -> None:
         if self._closed:
             raise api.BKClosedError("the BookKeeper client is closed")
 
     async def _meta(self, aw, what: str):  # type: ignore[no-untyped-def]
-        return await with_timeout(
-            self.ctx.clock,
-            aw,
-            self.ctx.config.metadata_timeout_ms,
-            lambda: api.BKTimeoutError(f"metadata store timed out: {what}"),
-        )
+        try:
+            return await with_timeout(
+                self.ctx.clock,
+                aw,
+                self.ctx.config.metadata_timeout_ms,
+                lambda: api.BKTimeoutError(f"metadata store timed out: {what}"),
+            )
+        except MetadataError as exc:
+            raise translate(exc, -1) from exc
 
     async def create_ledger(
         self,
@@ -121,7 +123,9 @@ class BookKeeperClient:
 
         md, version = await self._meta(ctx.ledgers.create(make), "create ledger")
         log.debug("created ledger %d on %s", md.ledger_id, ensemble)
-        return LedgerHandle(ctx, md, version)
+        handle = LedgerHandle(ctx, md, version)
+        self._handles.add(handle)
+        return handle
 
     async def open_ledger(
         self, ledger_id: int, *, password: bytes = b"", recovery: bool = True
@@ -131,7 +135,10 @@ class BookKeeperClient:
         if md.password != password:
             raise UnauthorizedError(f"wrong password for ledger {ledger_id}")
         if recovery and not md.is_closed:
-            md, version = await LedgerRecovery(self.ctx, ledger_id).run()
+            try:
+                md, version = await LedgerRecovery(self.ctx, ledger_id).run()
+            except MetadataError as exc:
+                raise translate(exc, ledger_id) from exc
         if md.is_closed:
             return ReadOnlyLedgerHandle(self.ctx, md, md.last_entry_id, md.length)
         lac = await EntryReader(self.ctx, ledger_id, md.password).read_lac(md.ensembles[-1][1])
@@ -140,10 +147,7 @@ class BookKeeperClient:
     async def delete_ledger(self, ledger_id: int) -> None:
         self._check_open()
         await self._meta(self.ctx.ledgers.delete(ledger_id), f"delete ledger {ledger_id}")
-        try:
-            await self._meta(self._store.delete(underreplicated_path(ledger_id)), "delete mark")
-        except NotFound:
-            pass
+        await self._meta(UnderReplicationManager(self._store).unmark(ledger_id), "delete mark")
 
     async def get_ledger_metadata(self, ledger_id: int) -> api.LedgerMetadata:
         self._check_open()
@@ -158,5 +162,7 @@ class BookKeeperClient:
         if self._closed:
             return
         self._closed = True
+        for handle in list(self._handles):
+            handle.abort(api.BKClosedError("the BookKeeper client was closed"))
         self.ctx.registry.close()
         await self.ctx.supervisor.aclose()

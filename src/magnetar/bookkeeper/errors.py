@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from magnetar.bookie import api as bookie_api
 from magnetar.bookkeeper import api
+from magnetar.metadata.api import MetadataError
 
 
 class BookieFailedError(api.BKError):
@@ -56,4 +57,6 @@ def translate(exc: BaseException, ledger_id: int) -> api.BKError:
         return api.BKTimeoutError(f"bookie {exc.bookie_id} timed out on ledger {ledger_id}")
     if isinstance(exc, bookie_api.BookieError):
         return BookieFailedError(f"bookie {exc.bookie_id}: {exc}", exc.bookie_id)
+    if isinstance(exc, MetadataError):
+        return api.BKMetadataError(f"metadata store: {type(exc).__name__}: {exc}")
     return BookieFailedError(f"{type(exc).__name__}: {exc}")

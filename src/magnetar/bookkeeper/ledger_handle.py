@@ -164,6 +164,10 @@ class LedgerHandle:
             self._error = error
             self._fail_pending(error)
 
+    def abort(self, error: api.BKError) -> None:
+        """Fail every pending and later add with ``error`` (the client is closing)."""
+        self._set_state(HandleState.BROKEN, error)
+
     def _fail_pending(self, error: api.BKError) -> None:
         while self._pending:
             p = self._pending.popleft()

@@ -39,8 +39,10 @@ Invariants (any breach is a :class:`Violation` string in the report):
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from magnetar.bookie.api import AVAILABLE_PATH
 from magnetar.bookkeeper import api
@@ -50,10 +52,11 @@ from magnetar.metadata.memory import MemoryMetadataServer
 from magnetar.runtime import Rng
 from magnetar.testing.clock import VirtualClock, run_virtual
 from magnetar.testing.fake_bookie import FakeBookie
+from magnetar.testing.sim_storage_bookie import StorageSimBookie
 from magnetar.testing.simnet import NetworkFaults, SimBookieClientPool, SimNetwork
 
 REPLAY_HINT = (
-    "replay with: MAGNETAR_SIM_SEED={seed} .venv/bin/python -m pytest -q "
+    "replay with: MAGNETAR_SIM_SEED={seed} MAGNETAR_SIM_STORAGE={storage} .venv/bin/python -m pytest -q "
     "tests/simulation/test_bk_simulation.py::test_replay_seed -s"
 )
 
@@ -61,6 +64,7 @@ REPLAY_HINT = (
 @dataclass(frozen=True)
 class SimSettings:
     seed: int
+    storage: bool
     bookies: int
     ensemble: int
     write_quorum: int
@@ -75,13 +79,14 @@ class SimSettings:
     recoveries: int
 
     @classmethod
-    def draw(cls, seed: int, rng: Rng) -> SimSettings:
+    def draw(cls, seed: int, rng: Rng, storage: bool = False) -> SimSettings:
         bookies = rng.randint(4, 6)
         e = rng.randint(2, min(4, bookies - 1))
         qw = rng.randint(2, e) if e > 2 else 2
         qa = rng.randint(1, qw)
         return cls(
             seed=seed,
+            storage=storage,
             bookies=bookies,
             ensemble=e,
             write_quorum=qw,
@@ -127,7 +132,7 @@ class SimReport:
             [
                 head,
                 *("  VIOLATION: " + v for v in self.violations),
-                "  " + REPLAY_HINT.format(seed=self.settings.seed),
+                "  " + REPLAY_HINT.format(seed=self.settings.seed, storage=int(self.settings.storage)),
             ]
         )
 
@@ -136,10 +141,11 @@ RETRIABLE = (api.LedgerRecoveryError, api.NotEnoughBookiesError, api.BKTimeoutEr
 
 
 class Simulation:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, *, storage: bool = False) -> None:
         self.seed = seed
+        self.storage = storage
         self.rng = Rng(seed)
-        self.settings = SimSettings.draw(seed, self.rng.fork("settings"))
+        self.settings = SimSettings.draw(seed, self.rng.fork("settings"), storage)
         self.clock = VirtualClock()
         self.server = MemoryMetadataServer(clock=self.clock)
         self.net = SimNetwork(self.clock, self.rng.fork("net"), NetworkFaults.draw(self.rng.fork("swarm")))
@@ -166,7 +172,13 @@ class Simulation:
 
         self.bookie_ids = [f"bookie-{i}:3181" for i in range(self.settings.bookies)]
         for bid in self.bookie_ids:
-            self.net.add_bookie(FakeBookie(bid, self.clock, journal_delay_s=fsync_delay))
+            if storage:
+                node: Any = StorageSimBookie(
+                    bid, self.clock, self.rng.fork(f"power-{bid}"), device_delay_s=fsync_delay
+                )
+            else:
+                node = FakeBookie(bid, self.clock, journal_delay_s=fsync_delay)
+            self.net.add_bookie(node)
 
     def violation(self, text: str) -> None:
         self.violations.append(f"t={self.clock.monotonic():.3f} {text}")
@@ -333,7 +345,7 @@ class Simulation:
             now = self.clock.monotonic()
             for bid in [b for b, until in down.items() if until <= now]:
                 del down[bid]
-                self.net.bookies[bid].restart()
+                await _maybe_await(self.net.bookies[bid].restart())
                 await registrar.put(f"{AVAILABLE_PATH}/{bid}", b"", ephemeral=True)
             for bid in [b for b, until in cut.items() if until <= now]:
                 del cut[bid]
@@ -354,7 +366,7 @@ class Simulation:
         # loss and slow messages go on until the liveness phase).
         self.net.heal()
         for bid in sorted(down):
-            self.net.bookies[bid].restart()
+            await _maybe_await(self.net.bookies[bid].restart())
             await registrar.put(f"{AVAILABLE_PATH}/{bid}", b"", ephemeral=True)
 
     async def heal_all(self) -> None:
@@ -363,7 +375,7 @@ class Simulation:
         for bid in self.bookie_ids:
             b = self.net.bookies[bid]
             if b.down:
-                b.restart()
+                await _maybe_await(b.restart())
                 await self.registrar.put(f"{AVAILABLE_PATH}/{bid}", b"", ephemeral=True)
 
     # --- final check ----------------------------------------------------------------------
@@ -409,6 +421,18 @@ class Simulation:
                 break
 
     async def run(self) -> SimReport:
+        if self.storage:
+            for bid in self.bookie_ids:
+                await self.net.bookies[bid].start()
+        try:
+            return await self._run()
+        finally:
+            for bid in self.bookie_ids:
+                node = self.net.bookies[bid]
+                if hasattr(node, "aclose"):
+                    await node.aclose()
+
+    async def _run(self) -> SimReport:
         fault_task = asyncio.ensure_future(self.faults())
         await asyncio.sleep(0)
         actors = [asyncio.ensure_future(c) for c in (self.writer(), self.recoverer(), self.tailer())]
@@ -425,11 +449,16 @@ class Simulation:
         )
 
 
-def run_seed(seed: int) -> SimReport:
-    """Run one seed on a fresh virtual-time loop."""
+async def _maybe_await(result: object) -> None:
+    if inspect.isawaitable(result):
+        await result
+
+
+def run_seed(seed: int, *, storage: bool = False) -> SimReport:
+    """Run one seed on a fresh virtual-time loop (``storage=True``: real bookie storage)."""
 
     async def main() -> SimReport:
-        sim = Simulation(seed)
+        sim = Simulation(seed, storage=storage)
         try:
             return await sim.run()
         finally:

@@ -17,21 +17,32 @@ faults, and hours of simulated timeouts take milliseconds.
 
 :class:`SimBookieClientPool` is a ``BookieClientPool`` for one named client
 node; bookies are :class:`~magnetar.testing.fake_bookie.FakeBookie` objects
-(with a simulated journal: fsync delay, crash loses unsynced adds).
+(with a simulated journal: fsync delay, crash loses unsynced adds) or
+:class:`~magnetar.testing.sim_storage_bookie.StorageSimBookie` (the real
+bookie storage over a memory disk).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from magnetar.bookie import api as bookie_api
 from magnetar.bookie.api import BookieInfo
 from magnetar.runtime import Clock, Rng
-from magnetar.testing.fake_bookie import FakeBookie
 
 T = TypeVar("T")
+
+
+class SimBookieNode(Protocol):
+    """What the network needs of a bookie: FakeBookie or StorageSimBookie."""
+
+    bookie_id: str
+    down: bool
+    epoch: int
+
+    def __getattr__(self, name: str) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -63,12 +74,12 @@ class SimNetwork:
         self.rng = rng
         self.faults = faults or NetworkFaults()
         self.hang_max_s = hang_max_s
-        self.bookies: dict[str, FakeBookie] = {}
+        self.bookies: dict[str, Any] = {}
         self._cut: set[tuple[str, str]] = set()
         self.enabled = True  # False: no losses, no slow messages (liveness phase)
         self.counters = {"messages": 0, "lost": 0, "refused": 0, "cut": 0}
 
-    def add_bookie(self, bookie: FakeBookie) -> FakeBookie:
+    def add_bookie(self, bookie: T) -> T:
         self.bookies[bookie.bookie_id] = bookie
         return bookie
 
@@ -103,7 +114,7 @@ class SimNetwork:
         await self.clock.sleep(self.hang_max_s)
         raise bookie_api.BookieTimeoutError("simulated network: no answer", bookie_id)
 
-    async def call(self, node: str, bookie_id: str, op: Callable[[FakeBookie], Awaitable[T]]) -> T:
+    async def call(self, node: str, bookie_id: str, op: Callable[[Any], Awaitable[T]]) -> T:
         self.counters["messages"] += 1
         bookie = self.bookies.get(bookie_id)
         if bookie is None:

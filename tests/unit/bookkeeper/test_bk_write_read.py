@@ -167,3 +167,34 @@ async def test_read_of_missing_entry_everywhere_is_no_such_entry() -> None:
         env.pool[b].ledgers[wh.ledger_id].entries.pop(0)
     with pytest.raises(api.NoSuchEntryError):
         await wh.read(0, 0)
+
+
+@virtual_time
+async def test_closing_the_client_fails_pending_adds_instead_of_hanging() -> None:
+    env = await make_env(3)
+    wh = await env.bk.create_ledger(3, 3, 3)
+    for b in env.pool.bookies.values():
+        b.add_delay_s = 0.5
+    pending = asyncio.ensure_future(wh.add_entry(b"in flight"))
+    await asyncio.sleep(0.1)
+    await env.bk.aclose()
+    with pytest.raises(api.BKClosedError):
+        await pending
+    with pytest.raises(api.BKClosedError):
+        await wh.add_entry(b"after")
+    with pytest.raises(api.BKClosedError):
+        await env.bk.create_ledger(3, 3, 3)
+
+
+@virtual_time
+async def test_metadata_store_failures_surface_as_bk_errors() -> None:
+    env = await make_env(3)
+    store = env.server.session()
+    from magnetar.bookkeeper.client import BookKeeperClient
+    from magnetar.runtime import Rng
+
+    bk = BookKeeperClient(store, env.pool, env.clock, Rng(3), env.config)
+    await store.aclose()  # every later store call raises MetadataStoreClosed
+    with pytest.raises(api.BKMetadataError) as info:
+        await bk.create_ledger(3, 2, 2)
+    assert info.value.retriable
