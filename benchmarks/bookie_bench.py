@@ -6,8 +6,10 @@ Prints, for 100-byte and 1 KB entries, with journal fsync on and off
 
     adds/s, MB/s, p50 / p99 add latency (ms), journal fsyncs and adds per fsync
 
-and first the raw fdatasync rate of the directory's disk (write 100 bytes +
-fdatasync, back to back, one thread), measured in the same run, so the
+and the raw fdatasync rate of the directory's disk (write 100 bytes +
+fdatasync, back to back, one thread; appending and into preallocated space as
+the journal does; before and after the cases since a shared disk drifts),
+measured in the same run, so the
 journal figures can be read against the physical limit: with fsync on, one
 outstanding add can't beat the raw rate; group commit is what lets many
 outstanding adds go past it.
@@ -33,22 +35,35 @@ from magnetar.bookie.storage import LedgerStorage
 from magnetar.bookie.wire_client import WireBookieClient
 
 
-def raw_fsync_rate(directory: str, seconds: float) -> tuple[float, float]:
-    """(fdatasyncs per second, p50 latency ms) writing 100 bytes before each."""
+def raw_fsync_rate(directory: str, seconds: float, prealloc: bool = False) -> tuple[float, float]:
+    """(fdatasyncs per second, p50 latency ms) writing 100 bytes before each; with
+    ``prealloc`` into a posix_fallocate'd region, as the journal writes (journalPreAllocSizeMB)."""
     path = os.path.join(directory, "fsync-probe")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     lat = []
+    offset = 0
     try:
+        if prealloc:
+            os.posix_fallocate(fd, 0, 64 * 1024 * 1024)
+            os.fsync(fd)
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             t0 = time.perf_counter()
-            os.write(fd, b"x" * 100)
+            os.pwrite(fd, b"x" * 100, offset)
+            offset += 100
             os.fdatasync(fd)
             lat.append(time.perf_counter() - t0)
     finally:
         os.close(fd)
         os.remove(path)
     return len(lat) / sum(lat), statistics.median(lat) * 1000
+
+
+def print_raw(base: str, seconds: float, when: str) -> None:
+    for prealloc in (False, True):
+        rate, p50 = raw_fsync_rate(base, seconds, prealloc)
+        kind = "into preallocated space" if prealloc else "appending (file grows)"
+        print(f"raw fdatasync {when}, 100-byte write {kind}: {rate:,.0f}/s, p50 {p50:.3f} ms", flush=True)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -152,9 +167,8 @@ async def main() -> None:
     args = ap.parse_args()
     base = args.dir or tempfile.mkdtemp(prefix="bookie-bench-")
     os.makedirs(base, exist_ok=True)
-    rate, p50 = raw_fsync_rate(base, args.seconds)
-    print(f"disk: {base}")
-    print(f"raw fdatasync (100-byte write + fdatasync, 1 thread): {rate:,.0f}/s, p50 {p50:.3f} ms")
+    print(f"disk: {base} (raw figures: one thread, measured before and after the cases)")
+    print_raw(base, args.seconds, "before")
     print(
         f"each case: {args.seconds:.1f} s, {args.concurrency} adds outstanding (and 1 outstanding for fsync on), "
         f"journalMaxGroupWaitMSec={args.group_wait_ms:g}"
@@ -178,6 +192,7 @@ async def main() -> None:
                         f"{r['fsyncs_s']:>9,.0f} {r['adds_per_group']:>10.1f}",
                         flush=True,
                     )
+    print_raw(base, args.seconds, "after ")
     print()
     print(
         "sequential reads of 20,000 1 KB entries after a restart (bookie caches cold, OS page cache warm), one at a time, local:"

@@ -31,6 +31,7 @@ BK_KEYS: dict[str, str] = {
     "journal_buffered_entries_threshold": "journalBufferedEntriesThreshold",
     "journal_max_size_mb": "journalMaxSizeMB",
     "journal_queue_size": "journalQueueSize",
+    "journal_prealloc_size_mb": "journalPreAllocSizeMB",
     "write_cache_max_size_mb": "dbStorage_writeCacheMaxSizeMb",
     "read_cache_max_size_mb": "dbStorage_readAheadCacheMaxSizeMb",
     "read_ahead_batch_size": "dbStorage_readAheadCacheBatchSize",
@@ -65,6 +66,7 @@ class BookieConfig:
     journal_buffered_entries_threshold: int = 1000
     journal_max_size_mb: int = 2048
     journal_queue_size: int = 10_000
+    journal_prealloc_size_mb: int = 16
     # DbLedgerStorage
     write_cache_max_size_mb: int = 64
     read_cache_max_size_mb: int = 16

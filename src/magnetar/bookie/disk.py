@@ -56,6 +56,9 @@ class AppendFile(Protocol):
     def truncate(self, size: int) -> None:
         """Cut the file back to ``size`` bytes (used to drop a failed partial write)."""
 
+    # Optional: ``preallocate(size_bytes)`` reserves zero-filled room past the data (a hint;
+    # the journal calls it when present, like BookKeeper's journalPreAllocSizeMB).
+
     def close(self) -> None: ...
 
 
@@ -94,10 +97,14 @@ class Disk(Protocol):
 
 
 class RealAppendFile:
+    """Appends with positional writes at the logical end, so a preallocated (zero-filled)
+    region past it is overwritten in place instead of growing the file on every write."""
+
     def __init__(self, path: str, *, data_only: bool = True) -> None:
         self._path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
         self._size = os.fstat(self._fd).st_size
+        self._allocated = self._size
         self._data_only = data_only and hasattr(os, "fdatasync")
 
     @property
@@ -111,9 +118,22 @@ class RealAppendFile:
     def write(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
         while view:
-            n = os.write(self._fd, view)
+            n = os.pwrite(self._fd, view, self._size)
             self._size += n
             view = view[n:]
+        self._allocated = max(self._allocated, self._size)
+
+    def preallocate(self, size_bytes: int) -> None:
+        """Reserve ``size_bytes`` past the data (zero-filled, file size grows once now):
+        later writes there need no size update, so their fdatasync is cheaper."""
+        end = self._size + size_bytes
+        if end <= self._allocated or not hasattr(os, "posix_fallocate"):
+            return
+        try:
+            os.posix_fallocate(self._fd, self._allocated, end - self._allocated)
+        except OSError:
+            return  # a hint only; ENOSPC here surfaces on the real write
+        self._allocated = end
 
     def fsync(self) -> None:
         if self._data_only:
@@ -124,6 +144,7 @@ class RealAppendFile:
     def truncate(self, size: int) -> None:
         os.ftruncate(self._fd, size)
         self._size = size
+        self._allocated = size
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -92,6 +92,7 @@ class Journal:
         group_records_max: int = 1000,
         file_size_max_bytes: int = 2 * 1024 * 1024 * 1024,
         queue_size: int = 10_000,
+        prealloc_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self.directory = f"{directory}/current"
         self._disk = disk
@@ -103,6 +104,8 @@ class Journal:
         self._group_bytes_max = max(1, group_bytes_max)
         self._group_records_max = max(1, group_records_max or 1_000_000)
         self._file_size_max_bytes = file_size_max_bytes
+        self._prealloc_bytes = prealloc_bytes  # journalPreAllocSizeMB
+        self._prealloc_end = 0
         # Bounded queue of records waiting for the writer (a deque + events, so that
         # append_nowait can enqueue synchronously, in the caller's order).
         self._queue: collections.deque[_Pending] = collections.deque()
@@ -198,7 +201,11 @@ class Journal:
                 if not whole.torn:
                     end = offset + whole.good_end
                     return whole.records, end, end >= size
-        log.warning("journal %s: torn tail at offset %d (%d bytes dropped)", path, end, size - end)
+        tail = buf[res.good_end : res.good_end + 64]
+        if tail.count(0) == len(tail):  # the zero-filled room preallocation left: not a torn write
+            log.debug("journal %s: cutting preallocated tail at %d", path, end)
+        else:
+            log.warning("journal %s: torn tail at offset %d (%d bytes dropped)", path, end, size - end)
         self._disk.truncate(path, end)
         return res.records, end, True
 
@@ -232,6 +239,7 @@ class Journal:
     def _close_file(self) -> None:
         if self._file is not None:
             try:
+                self._file.truncate(self._file.size)  # drop the preallocated zeros
                 self._file.fsync()
             finally:
                 self._file.close()
@@ -358,6 +366,11 @@ class Journal:
         assert f is not None
         start = f.size
         data = b"".join(chunks)
+        if start + len(data) > self._prealloc_end and self._prealloc_bytes > 0:
+            prealloc = getattr(f, "preallocate", None)
+            if prealloc is not None:
+                prealloc(max(self._prealloc_bytes, len(data)))
+                self._prealloc_end = start + max(self._prealloc_bytes, len(data))
         try:
             f.write(data)
             if self._sync_data:
@@ -377,6 +390,7 @@ class Journal:
 
     def _rotate(self) -> None:
         if self._file is not None:
+            self._file.truncate(self._file.size)  # drop the preallocated zeros
             self._file.fsync()
             self._file.close()
             self._file = None
@@ -393,6 +407,7 @@ class Journal:
             f.close()
             raise
         self._file = f
+        self._prealloc_end = 0
         self._file_id = file_id
         self._next_file_id = file_id + 1
 

@@ -73,6 +73,9 @@ class _MemAppendFile:
         del f.data[size:]
         f.synced = min(f.synced, size)
 
+    def preallocate(self, size_bytes: int) -> None:
+        pass  # nothing to gain in memory
+
     def close(self) -> None:
         pass
 

@@ -155,6 +155,7 @@ class LedgerStorage:
             group_records_max=config.journal_buffered_entries_threshold,
             file_size_max_bytes=config.journal_max_size_bytes,
             queue_size=config.journal_queue_size,
+            prealloc_bytes=config.journal_prealloc_size_mb * 1024 * 1024,
         )
         self.entry_logger = EntryLogSet(
             [f"{d}/current" for d in config.ledger_directories], self.disk, config.entry_log_size_limit_bytes
