@@ -102,3 +102,22 @@ def test_unknown_namespace_is_an_error_not_a_timeout(client):
     with pytest.raises(pulsar.PulsarException) as info:
         client.create_producer("persistent://public/no-such-namespace/t", send_timeout_millis=2000)
     assert not isinstance(info.value, pulsar.Timeout), "the broker must answer with an error, not stay silent"
+
+
+def test_duplicate_producer_name_is_refused(client, topic):
+    first = client.create_producer(topic, producer_name="only-one")
+    with pytest.raises(pulsar.PulsarException) as info:
+        client.create_producer(topic, producer_name="only-one")
+    assert isinstance(info.value, pulsar.ProducerBusy)
+    first.close()
+    client.create_producer(topic, producer_name="only-one").close()  # free again once closed
+
+
+def test_message_over_max_size_is_refused_by_the_client(client, topic):
+    # CONNECTED told the client maxMessageSize (5 MiB by default); without chunking it refuses
+    producer = client.create_producer(topic, batching_enabled=False)
+    with pytest.raises(pulsar.PulsarException) as info:
+        producer.send(b"x" * (5 * 1024 * 1024 + 1))
+    assert isinstance(info.value, pulsar.MessageTooBig)
+    producer.send(b"still fine")
+    producer.close()
