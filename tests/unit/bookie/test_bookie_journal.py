@@ -167,3 +167,18 @@ async def test_close_during_group_wait_completes_the_group(tmp_path):
     await sup.aclose()
     await ex.aclose()
     assert [r.entry_id for r in await replay_all(tmp_path)] == [0]
+
+
+async def test_preallocated_zero_tail_after_a_crash_is_cut_quietly(tmp_path, caplog):
+    j, ex, sup = make_journal(tmp_path, prealloc_bytes=1024 * 1024)
+    await j.replay(START, lambda r: None)
+    j.start()
+    positions = [await j.append(rec(i)) for i in range(5)]
+    path = tmp_path / "journal" / "current" / journal_file_name(1)
+    assert path.stat().st_size >= 1024 * 1024 > positions[-1].offset  # zero-filled room
+    await sup.aclose()  # "crash": the writer stops, the file keeps its zero tail
+    await ex.aclose()
+    with caplog.at_level("WARNING", logger="magnetar.bookie.journal"):
+        assert [r.entry_id for r in await replay_all(tmp_path)] == list(range(5))
+    assert "torn tail" not in caplog.text
+    assert path.stat().st_size == positions[-1].offset
