@@ -148,3 +148,26 @@ def test_environment_variables_configure_the_broker(tmp_path):
     finally:
         code = proc.terminate()
     assert code == 0, proc.log_tail()
+
+
+@needs_broker
+def test_wipe_data_starts_from_scratch(tmp_path):
+    proc = StandaloneProcess(tmp_path / "data", extra_args=["-nss"])
+    ready = proc.start()
+    url = "/admin/v2/persistent/public/default/wiped/partitions"
+    req = urllib.request.Request(
+        ready.web_url + url, data=b"2", method="PUT", headers={"Content-Type": "application/json"}
+    )
+    urllib.request.urlopen(req, timeout=15).close()
+    assert proc.terminate() == 0
+    wiped = StandaloneProcess(tmp_path / "data", extra_args=["--wipe-data"])
+    ready = wiped.start()
+    try:
+        with urllib.request.urlopen(ready.web_url + url, timeout=15) as r:
+            assert json.loads(r.read()) == {"partitions": 0}
+        # the defaults are created again on the fresh data dir
+        with urllib.request.urlopen(ready.web_url + "/admin/v2/brokers/health", timeout=15) as r:
+            assert r.read() == b"ok"
+    finally:
+        code = wiped.terminate()
+    assert code == 0, wiped.log_tail()

@@ -43,6 +43,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--bind-address", default=None, help="listen address (default 0.0.0.0)")
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
+    p.add_argument("--wipe-data", action="store_true", help="delete the data directory before starting")
+    # Accepted for drop-in use of Pulsar's `bin/pulsar standalone` command lines; nothing to turn off here.
+    p.add_argument(
+        "-nss", "--no-stream-storage", action="store_true", help="accepted; no stream storage exists"
+    )
+    p.add_argument(
+        "-nfw", "--no-functions-worker", action="store_true", help="accepted; no functions worker runs"
+    )
     p.set_defaults(func=run)
 
 
@@ -90,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"magnetar standalone: {exc}", file=sys.stderr)
         return EXIT_BAD_CONFIG
+    if getattr(args, "wipe_data", False):
+        import shutil
+
+        shutil.rmtree(config.data_dir, ignore_errors=True)
     return run_event_loop(_serve(config))
 
 
