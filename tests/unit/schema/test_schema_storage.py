@@ -202,3 +202,27 @@ async def test_durable_on_rocksdb_across_reopen(tmp_path, clock) -> None:  # typ
         assert await reg2.put_schema_if_compatible(T, avro_def("a", "b", "c"), S.FULL) == bytes(7) + b"\x02"
     finally:
         await store2.aclose()
+
+
+class DeleteBeforeCommitStore(YieldingStore):
+    """Deletes the whole history once, just before the first locator commit (a topic delete racing)."""
+
+    def __init__(self, inner, victim: str) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(inner)
+        self._victim = victim
+        self.fired = False
+
+    async def put(self, path, value, expected_version=None, **kwargs):  # type: ignore[no-untyped-def]
+        if path == self._victim and value and not self.fired:
+            self.fired = True
+            await self._inner.delete_recursive(path)
+        return await self._inner.put(path, value, expected_version, **kwargs)
+
+
+async def test_history_deleted_during_a_registration(server: MemoryMetadataServer, clock) -> None:  # type: ignore[no-untyped-def]
+    store = DeleteBeforeCommitStore(server.session(), "/schemas/public/default/orders")
+    registry = SchemaRegistry(store, clock)
+    assert await registry.put_schema_if_compatible(T, avro_def("a"), S.FULL) == bytes(8)
+    assert store.fired
+    assert [r.info for r in await registry.get_all(T)] == [avro_def("a")]
+    assert len([p for p in server.paths() if "/orders/v-" in p]) == 1

@@ -55,6 +55,11 @@ SUBSCRIBE::
     await registry.add_consumer_schema(topic, info_or_None, pol, topic_idle=...)
     # topic_idle: no producers, no non-AUTO_CONSUME consumers, no stored data.
 
+GET_OR_CREATE_SCHEMA (AUTO_PRODUCE and multi-schema producers)::
+
+    vb = await registry.put_schema_if_compatible(topic, schema_info_from_command(cmd),
+                                                 pol.strategy, pol.allow_auto_update)
+
 GET_SCHEMA (version bytes absent/empty/-1 = latest)::
 
     rec = await registry.get_schema(topic, cmd.schema_version if cmd.HasField("schema_version") else None)

@@ -63,8 +63,8 @@ class SchemaCompatibilityChecker:
 
         AUTO_CONSUME reads anything.  A topic without a schema has nothing to check against.
         A schema identical to a live version is accepted.  BACKWARD, FORWARD, FORWARD_TRANSITIVE
-        and FULL check the latest version with BACKWARD; the other strategies check every
-        live version with the strategy itself.
+        and FULL check the latest version with BACKWARD; the other strategies are applied as
+        for a producer (ALWAYS_INCOMPATIBLE refuses, the _TRANSITIVE ones check every version).
         """
         if new.type is SchemaType.AUTO_CONSUME:
             return _OK

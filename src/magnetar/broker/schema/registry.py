@@ -116,9 +116,13 @@ class SchemaRegistry:
         if info.type is SchemaType.AUTO_CONSUME:
             return True, ""
         sid = schema_id(topic)
+        strategy = SchemaCompatibilityStrategy.parse(strategy)
         live = (await self._storage.read_locator(sid)).live()
-        infos = [(await self._storage.read(sid, e)).info for e in live]
-        return self._checker.check_for_consumer(infos, info, SchemaCompatibilityStrategy.parse(strategy))
+        if any(e.hash == info.schema_hash() for e in live):
+            return True, ""
+        # Only the versions the rule looks at: the latest, or all for transitive strategies.
+        infos = await self._infos(sid, live, strategy)
+        return self._checker.check_for_consumer(infos, info, strategy)
 
     # ------------------------------------------------------------------ producer / consumer rules
 

@@ -161,9 +161,12 @@ class SchemaStorage:
         value = json.dumps({"versions": [e.to_json() for e in (*locator.entries, entry)]}).encode()
         try:
             await self._store.put(self.path(sid), value, expected)
-        except md.BadVersion:
+        except (md.BadVersion, md.NotFound) as e:
+            # Lost the race (or the history was deleted meanwhile): leave nothing behind.
             if node:
                 await self._delete_quietly(f"{self.path(sid)}/{node}")
+            if isinstance(e, md.NotFound):
+                raise md.BadVersion(f"schema locator {self.path(sid)} was deleted") from e
             raise
         return version
 
