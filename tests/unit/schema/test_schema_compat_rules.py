@@ -241,3 +241,44 @@ def test_protobuf_is_always_compatible_except_always_incompatible() -> None:
     b = SchemaInfo("p", SchemaType.PROTOBUF, json.dumps(rec("M", {"name": "y", "type": "string"})).encode())
     assert checker.check([a], b, S.FULL) == (True, "")
     assert not checker.check([a], b, S.ALWAYS_INCOMPATIBLE)[0]
+
+
+@pytest.mark.parametrize(
+    ("definition", "match"),
+    [
+        (rec("R", {"name": "a", "type": "int"}, {"name": "a", "type": "string"}), "duplicate field a"),
+        (rec("R", {"name": "a", "type": ["null", "string", "string"]}), "duplicate type string in union"),
+        (rec("R", {"name": "a", "type": ["null", ["int", "long"]]}), "union may not contain a union"),
+        (
+            rec(
+                "R",
+                {
+                    "name": "a",
+                    "type": {"type": "array", "items": ["int", {"type": "int", "logicalType": "date"}]},
+                },
+            ),
+            "duplicate type int",
+        ),
+    ],
+)
+def test_what_avro_refuses_and_fastavro_accepts(definition: dict, match: str) -> None:
+    with pytest.raises(InvalidSchemaError, match=match):
+        validate(SchemaInfo("t", SchemaType.AVRO, json.dumps(definition).encode()))
+
+
+def test_union_of_distinct_named_types_is_fine() -> None:
+    a = rec("A", {"name": "x", "type": "int"})
+    b = rec("B", {"name": "y", "type": "int"})
+    validate(
+        SchemaInfo(
+            "t",
+            SchemaType.AVRO,
+            json.dumps(rec("R", {"name": "u", "type": ["null", a, b, "A"][:3]})).encode(),
+        )
+    )
+    with pytest.raises(InvalidSchemaError, match="duplicate named type A"):
+        validate(
+            SchemaInfo(
+                "t", SchemaType.AVRO, json.dumps(rec("R", {"name": "u", "type": ["null", a, "A"]})).encode()
+            )
+        )

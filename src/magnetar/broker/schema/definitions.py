@@ -86,7 +86,69 @@ def parse_avro(data: bytes) -> ParsedAvro:
         raise InvalidSchemaError("Invalid schema definition: nested too deeply") from None
     except Exception as e:  # fastavro raises SchemaParseException, UnknownType, KeyError...
         raise InvalidSchemaError(f"Invalid schema definition: {type(e).__name__}: {e}") from None
+    _check_structure(parsed, named, set(), 0)
     return ParsedAvro(parsed, named)
+
+
+_NAMED_KINDS = ("record", "error", "enum", "fixed")
+_STRUCTURE_DEPTH_MAX = 64
+
+
+def _check_structure(schema: Any, named: dict[str, Any], seen: set[str], depth: int) -> None:
+    """What Avro's Java parser refuses and fastavro lets through: duplicate field names,
+    duplicate union branches and unions directly inside unions."""
+    if depth > _STRUCTURE_DEPTH_MAX:
+        raise InvalidSchemaError("Invalid schema definition: nested too deeply")
+    if isinstance(schema, str):
+        if schema in named and schema not in seen:
+            seen.add(schema)
+            _check_structure(named[schema], named, seen, depth + 1)
+        return
+    if isinstance(schema, list):
+        branches: set[str] = set()
+        for branch in schema:
+            if isinstance(branch, list):
+                raise InvalidSchemaError("Invalid schema definition: a union may not contain a union")
+            key = _branch_key(branch, named)
+            if key in branches:
+                raise InvalidSchemaError(f"Invalid schema definition: duplicate {key} in union")
+            branches.add(key)
+            _check_structure(branch, named, seen, depth + 1)
+        return
+    if not isinstance(schema, dict):
+        return
+    kind = schema.get("type")
+    if kind in ("record", "error"):
+        name = schema.get("name", "")
+        if name in seen and depth > 0:
+            return
+        seen.add(name)
+        names: set[str] = set()
+        for f in schema.get("fields", []):
+            if f["name"] in names:
+                raise InvalidSchemaError(
+                    f"Invalid schema definition: duplicate field {f['name']} in record {name}"
+                )
+            names.add(f["name"])
+            _check_structure(f["type"], named, seen, depth + 1)
+    elif kind == "array":
+        _check_structure(schema.get("items"), named, seen, depth + 1)
+    elif kind == "map":
+        _check_structure(schema.get("values"), named, seen, depth + 1)
+    elif not isinstance(kind, str):
+        _check_structure(kind, named, seen, depth + 1)
+
+
+def _branch_key(branch: Any, named: dict[str, Any]) -> str:
+    """Union branches must differ by type, named types by full name."""
+    if isinstance(branch, str):
+        return f"type {branch}" if branch not in named else f"named type {branch}"
+    if isinstance(branch, dict):
+        kind = branch.get("type")
+        if kind in _NAMED_KINDS:
+            return f"named type {branch.get('name')}"
+        return f"type {kind}"
+    return f"type {branch!r}"
 
 
 def parse_protobuf_native(data: bytes) -> ProtobufNativeDefinition:
