@@ -147,3 +147,26 @@ async def test_client_vanishing_detaches_its_consumers(broker, raw) -> None:
         await asyncio.sleep(0.05)
     assert not topic.subscriptions["s"].consumers
     assert broker.service.statistics()["connections"] == 0
+
+
+async def test_get_schema_returns_the_producers_schema(raw) -> None:
+    from magnetar.protocol.enums import SchemaType
+    from magnetar.protocol.wire import WireSchema
+
+    c = await raw()
+    rid = c.rid()
+    c.send(
+        commands.producer(
+            "persistent://public/default/sch",
+            1,
+            rid,
+            schema=WireSchema("STRING", b"null", SchemaType.STRING, {}),
+        )
+    )
+    f = await c.response(T.PRODUCER_SUCCESS, rid)
+    assert f.command.schema_version == (0).to_bytes(8, "big")
+    c.send(commands.get_schema(13, "persistent://public/default/sch"))
+    f = await c.expect(T.GET_SCHEMA_RESPONSE)
+    assert not f.command.HasField("error_code")
+    assert f.command.schema.type == SchemaType.STRING and f.command.schema.schema_data == b"null"
+    assert f.command.schema_version == (0).to_bytes(8, "big")

@@ -282,3 +282,27 @@ async def test_unload_makes_clients_reconnect_and_carry_on(broker) -> None:
 
     got = await _run(broker, fn)
     assert got == [f"{i}".encode() for i in range(10)]
+
+
+async def test_schemas_are_versioned_and_checked(broker) -> None:
+    from pulsar.schema import JsonSchema, Record, String, StringSchema
+
+    class Rec(Record):
+        name = String()
+
+    def fn(c: pulsar.Client):
+        consumer = c.subscribe("t-schema", "s", schema=StringSchema())
+        p = c.create_producer("t-schema", schema=StringSchema())
+        p.send("hello")
+        value = consumer.receive(5000).value()
+        try:
+            c.create_producer("t-schema", schema=JsonSchema(Rec))
+        except Exception as exc:  # noqa: BLE001
+            refused = type(exc).__name__
+        else:
+            refused = None
+        return value, refused
+
+    value, refused = await _run(broker, fn)
+    assert value == "hello"
+    assert refused is not None and "Incompatible" in refused

@@ -37,6 +37,7 @@ class TopicAdmin:
     resources: Any
     topics: Any
     ml_factory: Any
+    schemas: Any
 
     async def require_namespace(self, namespace: str) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -141,6 +142,8 @@ class TopicAdmin:
                 "please call delete-partitioned-topic."
             )
         await self.topics.delete(ref, force)
+        if not ref.is_partition:
+            await self.schemas.delete(ref.full_name)
 
     async def delete_partitioned_topic(self, topic: str, force: bool = False) -> None:
         ref = parse_topic(topic)
@@ -164,6 +167,7 @@ class TopicAdmin:
         await self.resources.partitioned_topics.delete(
             ref.tenant, ref.namespace_portion, ref.domain, ref.local_name
         )
+        await self.schemas.delete(ref.full_name)
 
     async def unload_topic(self, topic: str) -> None:
         ref = parse_topic(topic)

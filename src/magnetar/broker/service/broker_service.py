@@ -27,6 +27,7 @@ import logging
 from magnetar.broker import errors
 from magnetar.broker.config import BrokerConfig, unknown_keys
 from magnetar.broker.resources import BrokerResources, initialize_cluster
+from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
 from magnetar.broker.service.admin import TopicAdmin
 from magnetar.broker.service.connection import Connection
 from magnetar.broker.service.names import parse_topic
@@ -58,6 +59,9 @@ class BrokerService(TopicAdmin):
         self.rng = rng
         self.supervisor = TaskSupervisor("broker")
         self.resources = BrokerResources(metadata_store)
+        self.schemas = SchemaRegistry(
+            metadata_store, clock, SchemaRegistryConfig.from_properties(config.as_properties())
+        )
         self.topics = TopicRegistry(self)
         self.connections: set[Connection] = set()
         self.broker_port = config.broker_service_port

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from magnetar.broker import errors
 from magnetar.broker.service.consumer import Consumer
 from magnetar.broker.service.names import parse_topic
+from magnetar.broker.service.schemas import check_consumer_schema
 from magnetar.broker.service.subscription import SUB_KEY_SHARED
 from magnetar.managed_ledger.api import Position
 from magnetar.protocol import server_commands as cmds
@@ -63,6 +64,7 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
     ):
         if cmd.subscription not in topic.ml.cursors:
             raise errors.SubscriptionNotFoundError(f"Subscription {cmd.subscription} does not exist")
+    await check_consumer_schema(svc, topic, cmd)
     start = _pos(cmd.start_message_id) if cmd.HasField("start_message_id") else None
     initial = cmd.initialPosition if cmd.HasField("initialPosition") else 0
     sub = await topic.get_or_create_subscription(cmd.subscription, initial, durable, start)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
+from magnetar.broker.service.names import parse_topic
+from magnetar.broker.service.schemas import get_schema_answer
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import LookupType
 
@@ -61,7 +63,7 @@ async def handle_get_topics_of_namespace(cnx: Connection, frame: Any) -> None:
 
 
 async def handle_get_schema(cnx: Connection, frame: Any) -> None:
-    # The schema registry is a later issue: every topic is schemaless for now.
     cmd = frame.command
-    raise errors.TopicNotFoundError("Topic not found or no-schema")
-    del cmd
+    topic = parse_topic(cmd.topic).full_name
+    version = cmd.schema_version if cmd.HasField("schema_version") else None
+    cnx.write(await get_schema_answer(cnx.service.schemas, cmd.request_id, topic, version))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from magnetar.broker import errors
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.producer import Producer
+from magnetar.broker.service.schemas import producer_schema_version
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.payload import verify_checksum
@@ -64,6 +65,7 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
         cmd.epoch if cmd.HasField("epoch") else 0,
         svc.clock.time_ms(),
     )
+    schema_version = await producer_schema_version(svc, topic, cmd)
     if cmd.HasField("initial_subscription_name") and cmd.initial_subscription_name:
         await topic.get_or_create_subscription(cmd.initial_subscription_name, 0, True, None)
     if cnx.closed:
@@ -71,7 +73,7 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
     ready = topic.add_producer(producer, cmd.request_id)
     cnx.producers[cmd.producer_id] = producer
     # Not ready = queued for exclusive access: a second PRODUCER_SUCCESS follows (producer_ready).
-    cnx.write(cmds.producer_success(cmd.request_id, name, -1, producer_ready=ready))
+    cnx.write(cmds.producer_success(cmd.request_id, name, -1, schema_version, producer_ready=ready))
 
 
 def handle_send(cnx: Connection, frame: Any) -> None:
