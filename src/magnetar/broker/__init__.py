@@ -4,6 +4,7 @@ Layout (each module opens with its own theory of operation):
 
 * ``config.py``      -- frozen :class:`BrokerConfig` (Pulsar key names -> snake_case fields),
                         ``load_config_file(path)``, ``parse_properties(text)``, ``with_overrides``.
+* ``schema/``        -- the schema registry (its own package and docstring).
 * ``errors.py``      -- typed broker errors, each with a wire ``ServerError`` code and an
                         ``http_status``; the one place internal errors become wire/HTTP codes.
 * ``resources/``     -- typed views of metadata paths (clusters, tenants, namespaces,
@@ -65,5 +66,10 @@ subclasses which carry ``.http_status`` and ``.message``):
   ``.clusters``, ``.tenants``, ``.namespaces``, ``.partitioned_topics`` (typed async views with
   ``get/create/update/delete/list`` -- see their docstrings); the admin REST for
   tenants/namespaces/clusters uses these directly.
+* ``svc.schemas`` -- the :class:`magnetar.broker.schema.SchemaRegistry` the binary protocol uses
+  (PRODUCER/SUBSCRIBE/GET_SCHEMA); the schema REST routes use the same instance.
 * ``svc.config`` -- the BrokerConfig; ``svc.statistics()`` -- connection/topic counts.
+
+Stats rates (``msgRateIn``/``msgThroughputIn``/``msgRateOut``...) are sampled every
+``statsUpdateFrequencyInSecs`` (default 60), as Pulsar's are; counters are exact at all times.
 """
