@@ -226,3 +226,18 @@ async def test_history_deleted_during_a_registration(server: MemoryMetadataServe
     assert store.fired
     assert [r.info for r in await registry.get_all(T)] == [avro_def("a")]
     assert len([p for p in server.paths() if "/orders/v-" in p]) == 1
+
+
+async def test_cached_locator_and_data_never_go_stale(server: MemoryMetadataServer, clock) -> None:  # type: ignore[no-untyped-def]
+    a = SchemaRegistry(server.session(), clock)
+    b = SchemaRegistry(server.session(), clock)
+    await a.put_schema_if_compatible(T, avro_def("a"), S.FULL)
+    assert (await a.get_schema(T)).version == 0  # a caches locator and data
+    await b.put_schema_if_compatible(T, avro_def("a", "b"), S.FULL)
+    assert (await a.get_schema(T)).info == avro_def("a", "b")
+    await b.delete(T)  # hard delete, then a new history reusing node names
+    await b.put_schema_if_compatible(T, avro_def("x"), S.FULL)
+    got = await a.get_schema(T)
+    assert (got.version, got.info) == (0, avro_def("x"))
+    await b.delete_schema(T)
+    assert not await a.has_schema(T)

@@ -22,7 +22,9 @@ number of versions at ``schema_versions_max``, so every node stays well under Zo
 ~1 MiB value limit.  A definition over the cap is refused with :class:`SchemaTooLargeError`
 before anything is written.
 
-Reads of data nodes go through a bounded LRU cache; an entry is used only if the locator's
+Decoded locators are cached (bounded LRU) and reused while the stored bytes are unchanged --
+the identical-schema lookup of every PRODUCER reads the locator.  Reads of data nodes go
+through a bounded LRU cache; an entry is used only if the locator's
 hash and timestamp for the version match it, so a history deleted and recreated elsewhere
 (which may reuse sequential node names) is never served stale.
 """
@@ -106,6 +108,8 @@ class SchemaStorage:
         self._schema_versions_max = schema_versions_max
         self._cache_entries_max = cache_entries_max
         self._cache: OrderedDict[tuple[str, str, int], SchemaInfo] = OrderedDict()
+        # Decoded locators by schema id, reused while the stored bytes are unchanged.
+        self._locators: OrderedDict[str, tuple[bytes, tuple[LocatorEntry, ...]]] = OrderedDict()
 
     @staticmethod
     def path(sid: str) -> str:
@@ -117,11 +121,18 @@ class SchemaStorage:
             return Locator((), -1)
         if not got.value:  # created implicitly as the parent of a data node
             return Locator((), got.stat.version)
+        cached = self._locators.get(sid)
+        if cached is not None and cached[0] == got.value:
+            self._locators.move_to_end(sid)
+            return Locator(cached[1], got.stat.version)
         try:
             raw = json.loads(got.value)
             entries = tuple(LocatorEntry.from_json(e) for e in raw["versions"])
         except (ValueError, KeyError, TypeError) as e:
             raise InvalidSchemaError(f"Corrupt schema locator at {self.path(sid)}: {e}") from None
+        self._locators[sid] = (got.value, entries)
+        if len(self._locators) > self._cache_entries_max:
+            self._locators.popitem(last=False)
         return Locator(entries, got.stat.version)
 
     def check_size(self, info: SchemaInfo) -> None:
