@@ -87,6 +87,8 @@ REST ``/admin/v2/schemas/{tenant}/{ns}/{topic}/...`` (shapes in ``types``)::
 Deleting a topic (non-partitioned topic, or a partitioned topic's metadata)::
 
     await registry.delete(topic)         # every version and the locator; idempotent
+    # The history belongs to the base topic: delete it with a non-partitioned topic or with the
+    # partitioned topic as a whole -- never when a single partition goes away.
 """
 
 from magnetar.broker.schema import types

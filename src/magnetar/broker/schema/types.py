@@ -96,14 +96,6 @@ class SchemaType(enum.IntEnum):
         """Types whose definition is an Avro-style record definition."""
         return self in (SchemaType.AVRO, SchemaType.JSON, SchemaType.PROTOBUF)
 
-    @property
-    def is_primitive(self) -> bool:
-        """Types whose definition is empty (the Python client sends ``null`` for STRING)."""
-        return self.value < 0 or self.value in PRIMITIVE_VALUES
-
-
-PRIMITIVE_VALUES = frozenset({0, 1, *range(5, 15), *range(16, 20)})
-
 
 @dataclass(frozen=True, slots=True)
 class SchemaInfo:
