@@ -7,8 +7,9 @@ Theory of operation (BookKeeper's Journal):
   records framed as ``u32 body length | u32 CRC32-C(body) | body`` where the
   body is ``u8 type | u64 ledger | i64 entry | data``.  Types: ADD (data = the
   framed entry), MASTER_KEY (data = the ledger's key) and FENCE.
-* Group commit: ``append`` queues the encoded record (bounded queue,
-  ``journalQueueSize``) and waits.  One writer task takes everything queued,
+* Group commit: ``append_nowait`` queues the encoded record synchronously,
+  so records keep their callers' order (bounded queue, ``journalQueueSize``;
+  ``wait_for_room`` waits for space, ``append`` does both and waits).  One writer task takes everything queued,
   waits up to ``journalMaxGroupWaitMSec`` for more while the group is below
   ``journalBufferedWritesThreshold`` bytes and
   ``journalBufferedEntriesThreshold`` records, then writes the whole group
@@ -21,8 +22,11 @@ Theory of operation (BookKeeper's Journal):
   past it.  The storage inserts the entry into its write cache there, so a
   checkpoint that reads ``synced_position`` and swaps the write cache in one
   synchronous step never loses an entry between the two (see storage.py).
-* Files rotate at ``journalMaxSizeMB``.  A checkpoint names a
-  :class:`JournalPosition`; files wholly before it are deleted.
+* Files are preallocated ``journalPreAllocSizeMB`` at a time (zero-filled
+  room written in place; cut back on rotation and close, and a zero tail left
+  by a crash is cut quietly on replay).  Files rotate at ``journalMaxSizeMB``.
+  A checkpoint names a :class:`JournalPosition`; files wholly before it are
+  deleted.
 * A failed write (ENOSPC, EIO) fails every add of its group (none is
   acknowledged) and cuts the file back to where the group started, so the
   journal never holds a half record in the middle.  If even that fails the
