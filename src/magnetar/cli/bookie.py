@@ -81,6 +81,12 @@ async def _serve(cfg, metadata_url: str) -> int:  # type: ignore[no-untyped-def]
     from magnetar.runtime import RealClock
 
     clock = RealClock()
+    if metadata_url.startswith("memory"):
+        logging.getLogger("magnetar.bookie").warning(
+            "metadata store %s is private to this process: no broker will find this bookie "
+            "and its cookie does not survive a restart (use rocksdb:/path or zk:host:port)",
+            metadata_url,
+        )
     store = await create_metadata_store(metadata_url, clock=clock)
     bookie = Bookie(cfg, store, clock=clock)
     stop = asyncio.Event()
