@@ -292,3 +292,32 @@ async def test_a_fenced_ledger_closes_the_producer_without_later_receipts(broker
     await c.create_producer(TOPIC, 2)
     c.send_message(2, 0, b"again")
     await c.expect(T.SEND_RECEIPT)
+
+
+async def test_a_consumer_that_does_not_read_does_not_grow_the_broker_buffer(broker, raw) -> None:
+    from magnetar.broker.service.connection import WRITE_HIGH_WATER_BYTES
+
+    slow = await raw()
+    await slow.subscribe(TOPIC, "slow", 0, 1)
+    slow.send(commands.flow(1, 1000))
+    await asyncio.sleep(0.05)
+    slow._task.cancel()  # stop reading the socket
+    prod = await raw()
+    await prod.create_producer(TOPIC, 2)
+    body = b"x" * 100_000
+    for seq in range(300):  # 30 MB
+        prod.send_message(2, seq, body)
+    for _ in range(300):
+        await prod.expect(T.SEND_RECEIPT)
+    await asyncio.sleep(0.3)
+    cnx = next(c for c in broker.service.connections if 1 in c.consumers)
+    buffered = cnx.writer.transport.get_write_buffer_size()
+    assert buffered < WRITE_HIGH_WATER_BYTES + 2 * 1024 * 1024
+    assert cnx.consumers[1].msg_out_counter < 300
+    # Reading again lets everything through.
+    slow._task = asyncio.get_running_loop().create_task(slow._pump())
+    got = 0
+    while got < 300:
+        f = await slow.next(timeout_s=10)
+        if f.type == T.MESSAGE:
+            got += 1

@@ -18,6 +18,11 @@ Keep-alive both ways: a timer asks the codec every interval whether to PING
 or, when the previous PING went unanswered and nothing else arrived, to drop
 the client.  The client PINGs us too; we PONG at once.
 
+Outbound back-pressure: frames are written once per loop turn; while the
+socket's send buffer is above ``WRITE_HIGH_WATER_BYTES`` (a consumer that
+does not read) dispatchers skip this connection's consumers, and a drain
+waiter wakes them when it is writable again.
+
 Teardown (EOF, reset, protocol error, keep-alive timeout, broker shutdown)
 removes every producer and consumer of the connection from its topic, which
 re-queues the consumers' unacknowledged messages for redelivery.
@@ -58,6 +63,8 @@ READ_CHUNK_BYTES = 256 * 1024
 HANDLER_TIMEOUT_S = 25.0
 BACKPRESSURE_CHECK_S = 1.0
 MAX_REMEMBERED_CLOSED_PRODUCERS = 1024
+WRITE_HIGH_WATER_BYTES = 8 * 1024 * 1024
+DRAIN_CHECK_S = 1.0
 
 
 class Connection:
@@ -89,6 +96,10 @@ class Connection:
         self._keepalive: asyncio.Task[None] | None = None
         self._out: list[bytes] = []
         self._flush_scheduled = False
+        self._drain_task: asyncio.Task[None] | None = None
+        transport = writer.transport
+        if transport is not None:
+            transport.set_write_buffer_limits(high=WRITE_HIGH_WATER_BYTES)
 
     # ------------------------------------------------------------ output
     # Frames are collected and written once per event-loop turn: one send() for many receipts
@@ -106,6 +117,30 @@ class Connection:
         out, self._out = self._out, []
         if out and not self.writer.is_closing():
             self.writer.write(b"".join(out))
+            if not self.writable and self._drain_task is None and not self.closed:
+                self._drain_task = self.service.supervisor.spawn(self._wait_drained(), name="drain")
+
+    @property
+    def writable(self) -> bool:
+        """False while the socket's send buffer is above the high-water mark (a slow reader):
+        dispatchers stop sending to this connection's consumers until it drains."""
+        transport = self.writer.transport
+        return transport is None or transport.get_write_buffer_size() < WRITE_HIGH_WATER_BYTES
+
+    async def _wait_drained(self) -> None:
+        try:
+            while not self.closed and not self.writable:
+                try:
+                    await asyncio.wait_for(self.writer.drain(), DRAIN_CHECK_S)
+                except TimeoutError:
+                    continue
+                except ConnectionError:
+                    return
+        finally:
+            self._drain_task = None
+        for consumer in list(self.consumers.values()):
+            if consumer.subscription.dispatcher is not None:
+                consumer.subscription.dispatcher.notify()
 
     def send_message(
         self,

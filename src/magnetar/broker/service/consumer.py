@@ -89,7 +89,7 @@ class Consumer:
 
     @property
     def available(self) -> bool:
-        return not self.closed and self.permits > 0 and not self.blocked
+        return not self.closed and self.permits > 0 and not self.blocked and self.cnx.writable
 
     # ------------------------------------------------------------ dispatch
     def send(self, batch: list[OutboundEntry], now_ms: int) -> None:
