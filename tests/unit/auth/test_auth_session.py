@@ -118,9 +118,11 @@ async def test_failed_connect_and_unexpected_response(svc: AuthenticationService
     s = AuthSession(svc, clock)
     with pytest.raises(AuthenticationError):
         await s.connect("basic", b"alice:wrong")
-    assert s.state is AuthSessionState.CLOSED
+    assert s.state is AuthSessionState.CLOSED and not s.is_authenticated
+    assert isinstance(s.rejection, AuthenticationError) and "wrong password" in s.rejection.message
     s2 = AuthSession(svc, clock)
     await s2.connect("basic", b"alice:pw")
+    assert s2.is_authenticated and s2.rejection is None
     with pytest.raises(AuthenticationError, match="no challenge"):
         await s2.on_auth_response("basic", b"alice:pw")
     with pytest.raises(AuthenticationError, match="already"):

@@ -24,6 +24,10 @@ Binary protocol (per connection)::
                                         peer_certificate(transport.get_extra_info("ssl_object")))
     result = await session.connect(connect.auth_method_name, connect.auth_data)  # AuthenticationError
     # -> CONNECTED; result.role is the principal (None when authentication is disabled)
+    # On AuthenticationError: Java answers ERROR, but the official C++ client then retries until
+    # its operation timeout.  To make it fail at once, answer CONNECTED anyway and reply to every
+    # request with session.rejection (PARTITIONED_METADATA/LOOKUP Failed, ERROR otherwise), then
+    # close; never serve a session whose is_authenticated is False.  (See session.py.)
 
     # every cfg.authentication_refresh_check_seconds:
     action = session.check_refresh()

@@ -25,6 +25,16 @@ Rules:
 * the refreshed credential must use the same method and give the same role
   (a connection does not change identity midway);
 * credentials without expiry (basic, TLS, anonymous) never need refresh.
+
+Refusing a CONNECT, and the official C++ client (pulsar-client 3.13.0,
+observed): an ERROR answer to CONNECT (what Java sends) makes the client drop
+the connection and *retry* until its operation timeout, so a wrong password
+surfaces as a Timeout.  Answering CONNECTED and then every request with
+``AuthenticationError`` (PARTITIONED_METADATA/LOOKUP Failed responses, ERROR
+for the rest) and closing makes it fail at once with AuthenticationError.
+After a failed :meth:`AuthSession.connect`, ``rejection`` keeps the error for
+that second way; such a session stays CLOSED and ``is_authenticated`` is False,
+so the connection must serve nothing on it.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from magnetar.broker.auth.errors import AuthenticationError
 from magnetar.broker.auth.providers import AuthResult
 from magnetar.broker.auth.service import AuthenticationService
 from magnetar.broker.auth.tls import PeerCert
+from magnetar.broker.errors import BrokerError
 from magnetar.runtime.clock import Clock
 
 REFRESH_AUTH_DATA = b"PulsarAuthRefresh"
@@ -86,10 +97,16 @@ class AuthSession:
         self._refresh_check_ms = service.config.authentication_refresh_check_seconds * 1000
         self.state = AuthSessionState.NEW
         self.result: AuthResult | None = None
+        self.rejection: BrokerError | None = None
 
     @property
     def role(self) -> str | None:
         return self.result.role if self.result else None
+
+    @property
+    def is_authenticated(self) -> bool:
+        """True while the connection may serve requests (AUTHENTICATED or REFRESHING)."""
+        return self.state in (AuthSessionState.AUTHENTICATED, AuthSessionState.REFRESHING)
 
     def _move(self, to: AuthSessionState) -> None:
         if to not in _TRANSITIONS[self.state]:
@@ -102,6 +119,10 @@ class AuthSession:
             raise AuthenticationError("the connection is already authenticated")
         try:
             result = await self._service.authenticate(method_name, auth_data, self._peer)
+        except BrokerError as exc:
+            self.rejection = exc
+            self._move(AuthSessionState.CLOSED)
+            raise
         except Exception:
             self._move(AuthSessionState.CLOSED)
             raise
