@@ -1,11 +1,18 @@
-"""Crash safety: kill -9 a bookie process mid-stream; every acknowledged add reads back bit-for-bit."""
+"""``magnetar bookie`` as real processes: kill -9 crash safety, cookies, clean shutdown.
+
+The helpers start the CLI (``python -m magnetar.cli.main bookie``) and wait for
+its ready line; every test drives it over TCP with the wire client.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import sys
+from dataclasses import dataclass
 
 import pytest
-from bookie_proc import free_port, start_bookie
 
 from magnetar.bookie.api import BookieError
 from magnetar.bookie.entry_format import decode_entry, encode_entry
@@ -13,6 +20,69 @@ from magnetar.bookie.wire_client import WireBookieClient
 from magnetar.runtime import Rng
 
 KEY = b"crash-key"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class BookieProcess:
+    proc: asyncio.subprocess.Process
+    bookie_id: str
+    port: int
+    log_path: str
+
+    async def kill9(self) -> None:
+        self.proc.kill()
+        await self.proc.wait()
+
+    async def terminate(self, timeout_s: float = 20) -> int:
+        self.proc.terminate()
+        return await asyncio.wait_for(self.proc.wait(), timeout_s)
+
+
+async def start_bookie(
+    data_dir: str, port: int, metadata_url: str, *, config: str | None = None, extra: list[str] | None = None
+) -> BookieProcess:
+    """Start and wait for the ready line; raises RuntimeError (with the log) if it exits instead."""
+    os.makedirs(data_dir, exist_ok=True)
+    log_path = os.path.join(data_dir, f"bookie-{port}.log")
+    args = [sys.executable, "-m", "magnetar.cli.main", "bookie", "--data-dir", data_dir, "--port", str(port)]
+    args += ["--metadata-url", metadata_url]
+    if config:
+        args += ["--config", config]
+    args += extra or []
+    log_file = _open_log(log_path)
+    try:
+        proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=log_file)
+    finally:
+        log_file.close()
+    assert proc.stdout is not None
+    try:
+        while True:
+            line = await asyncio.wait_for(proc.stdout.readline(), 30)
+            if not line:
+                code = await proc.wait()
+                raise RuntimeError(f"bookie exited with {code}: {_tail(log_path)}")
+            text = line.decode().strip()
+            if text.startswith("magnetar bookie ready:"):
+                return BookieProcess(proc, text.split(":", 1)[1].strip(), port, log_path)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise RuntimeError(f"bookie did not become ready: {_tail(log_path)}") from None
+
+
+def _open_log(path: str):  # type: ignore[no-untyped-def]
+    return open(path, "ab")  # handed to the child, closed right after the spawn
+
+
+def _tail(path: str) -> str:
+    with open(path, "rb") as f:
+        return f.read()[-3000:].decode(errors="replace")
 
 
 async def test_kill9_mid_stream_loses_no_acknowledged_add(tmp_path):
@@ -116,3 +186,24 @@ async def test_repeated_kill9_cycles(tmp_path, seed):
     finally:
         await client.aclose()
         assert await bk.terminate() == 0
+
+
+async def test_bookie_on_someone_elses_directories_refuses_to_start(tmp_path):
+    data_dir = str(tmp_path / "bookie")
+    meta = f"rocksdb:{tmp_path / 'meta'}"
+    port = free_port()
+    bk = await start_bookie(data_dir, port, meta)
+    assert await bk.terminate() == 0
+    other_port = free_port()  # another identity (bookie id = address:port) on the same directories
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "magnetar.cli.main", "bookie", "--data-dir", data_dir,
+        "--port", str(other_port), "--metadata-url", meta,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 3
+    assert b"ready" not in out
+    assert f"belongs to bookie 127.0.0.1:{port}".encode() in err
+    # the rightful owner still starts
+    bk = await start_bookie(data_dir, port, meta)
+    assert await bk.terminate() == 0
