@@ -261,6 +261,8 @@ class LedgerWriter:
             async with timed_lock(self._op_lock):
                 if self.state is MLState.CLOSING_LEDGER:
                     await self._close_current_ledger()
+                    if self.state is not MLState.CLOSING_LEDGER:
+                        return  # fenced (or terminated) while the ledger drained
                     self._set_state(MLState.CREATING_LEDGER)
                 elif self.state is MLState.WRITE_FAILED:
                     self._set_state(MLState.CREATING_LEDGER)

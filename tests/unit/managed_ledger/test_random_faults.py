@@ -9,6 +9,7 @@ unacknowledged.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 
 import pytest
@@ -133,12 +134,22 @@ async def _run(seed: int, steps: int) -> None:
         await h.aclose()
 
 
+def _no_task_failures(caplog) -> None:  # noqa: ANN001
+    """Background tasks that died (a bug, e.g. an illegal state transition) fail the run."""
+    failures = [r for r in caplog.records if r.levelno >= logging.ERROR and "task" in r.getMessage()]
+    assert not failures, [r.getMessage() + str(r.exc_info and r.exc_info[1]) for r in failures[:3]]
+
+
 @pytest.mark.parametrize("seed", range(12))
-async def test_random_faults(seed: int) -> None:
+async def test_random_faults(seed: int, caplog) -> None:
+    caplog.set_level(logging.ERROR)
     await _run(seed, 150)
+    _no_task_failures(caplog)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(100, 160))
-async def test_random_faults_long(seed: int) -> None:
+async def test_random_faults_long(seed: int, caplog) -> None:
+    caplog.set_level(logging.ERROR)
     await _run(seed, 600)
+    _no_task_failures(caplog)
