@@ -27,7 +27,9 @@ means the same.
 
 Recovery mode (used by :mod:`magnetar.bookkeeper.recovery`): adds carry
 ``recovery=True`` (accepted by fenced bookies), need acks from the whole write
-quorum, and the metadata may be IN_RECOVERY.
+quorum, and ensemble changes stay local to the handle: the recovery writes
+them into the metadata together with the close, so a failed recovery never
+leaves metadata that points away from the bookies holding the tail.
 
 States (transitions only in :meth:`_set_state`):
 
@@ -355,12 +357,23 @@ class LedgerHandle:
                 )
         new_start = self._lac + 1
         ours = self._md.ensembles[-1]
-        allowed = (
-            {api.LedgerState.OPEN, api.LedgerState.IN_RECOVERY} if self._recovery else {api.LedgerState.OPEN}
+        log.info(
+            "ledger %d: ensemble change at entry %d: %s -> %s%s",
+            self.ledger_id,
+            new_start,
+            ours[1],
+            ensemble,
+            " (recovery: local until close)" if self._recovery else "",
         )
+        if self._recovery:
+            # Never persisted before the recovery closes the ledger (BookKeeper does the same):
+            # were it written now and the recovery then failed, the metadata would name bookies
+            # that hold only part of the tail, and the next recovery would miss entries that
+            # are still on the original ensemble.  The close CAS writes these fragments.
+            return with_fragment(self._md, new_start, ensemble), self._version
 
         def mutate(md: api.LedgerMetadata) -> api.LedgerMetadata:
-            if md.state not in allowed:
+            if md.state is not api.LedgerState.OPEN:
                 raise api.LedgerFencedError(f"ledger {md.ledger_id} is {md.state.value} in the metadata")
             if md.ensembles[-1] != ours:
                 raise api.MetadataVersionError(
@@ -368,9 +381,6 @@ class LedgerHandle:
                 )
             return with_fragment(md, new_start, ensemble)
 
-        log.info(
-            "ledger %d: ensemble change at entry %d: %s -> %s", self.ledger_id, new_start, ours[1], ensemble
-        )
         return await with_timeout(
             ctx.clock,
             ctx.ledgers.update(self.ledger_id, mutate, known=(self._md, self._version)),

@@ -19,9 +19,13 @@ Theory of operation (BookKeeper's LedgerRecoveryOp, same rules):
 5. Rewrite each recovered entry, exactly as framed by the writer, with
    recovery adds (accepted by fenced bookies) to its full write quorum,
    through a recovery-mode :class:`LedgerHandle` -- which changes the
-   ensemble if a bookie fails on the way.
-6. CAS the metadata to CLOSED with the last recovered entry and its length.
-   If someone else closed it meanwhile, their close stands.
+   ensemble if a bookie fails on the way, in its own copy of the metadata
+   only.
+6. CAS the metadata to CLOSED with the last recovered entry, its length and
+   the tail fragments as rewritten, in one write.  If someone else closed it
+   meanwhile, their close stands.  A recovery that fails before this point
+   leaves the metadata naming the original ensemble, which still holds every
+   entry the writer had acknowledged.
 """
 
 from __future__ import annotations
@@ -107,14 +111,24 @@ class LedgerRecovery:
                 return md, version
             raise api.LedgerRecoveryError(f"ledger {self._ledger_id}: recovery lost a race") from None
         last, length = handle.last_add_confirmed, handle.length
+        tail_start = md.ensembles[-1][0]
+        tail = tuple(f for f in handle.metadata.ensembles if f[0] >= tail_start)
         log.info("ledger %d: recovered, closing at entry %d (LAC was %d)", self._ledger_id, last, lac)
 
         def close(m: api.LedgerMetadata) -> api.LedgerMetadata:
             if m.is_closed:
                 return m
-            return replace(m, state=api.LedgerState.CLOSED, last_entry_id=last, length=length)
+            if m.state is not api.LedgerState.IN_RECOVERY or m.ensembles[-1] != md.ensembles[-1]:
+                raise api.LedgerRecoveryError(f"ledger {m.ledger_id}: metadata changed during recovery")
+            # Earlier fragments as stored (a replication worker may have repaired one);
+            # the tail as this recovery rewrote it (ensemble changes made while rewriting).
+            head = tuple(f for f in m.ensembles if f[0] < tail_start)
+            ensembles = head + tail
+            return replace(
+                m, state=api.LedgerState.CLOSED, last_entry_id=last, length=length, ensembles=ensembles
+            )
 
-        return await self._update(close, handle.metadata_and_version)
+        return await self._update(close, (md, version))
 
     async def _fence(self, md: api.LedgerMetadata) -> int:
         ctx = self._ctx

@@ -17,7 +17,7 @@ It behaves like a bookie where it matters to the client:
 
 Faults for unit tests: ``down`` (every call fails BookieUnavailable),
 ``hang`` (calls wait until the caller's timeout), ``fail_adds`` (the next N
-adds fail), ``add_delay_s`` / ``read_delay_s`` (through the injected clock),
+adds fail), ``accept_adds_max`` (accept N more adds, then fail them all), ``add_delay_s`` / ``read_delay_s`` (through the injected clock),
 ``read_only``, and :meth:`corrupt` (flip a payload byte).  It also records
 invariant evidence: every accepted add is in ``accepted_adds`` as
 (ledger, entry, recovery, fenced_at_the_time).
@@ -63,6 +63,7 @@ class FakeBookie:
         self.hang = False
         self.read_only = False
         self.fail_adds = 0
+        self.accept_adds_max: int | None = None  # adds beyond this many fail (a bookie that gives out)
         self.add_delay_s = 0.0
         self.read_delay_s = 0.0
         self.epoch = 0  # bumps on every crash
@@ -113,6 +114,10 @@ class FakeBookie:
         if self.fail_adds > 0:
             self.fail_adds -= 1
             raise bookie_api.BookieUnavailableError("injected add failure", self.bookie_id)
+        if self.accept_adds_max is not None:
+            if self.accept_adds_max <= 0:
+                raise bookie_api.BookieUnavailableError("injected add failure (gave out)", self.bookie_id)
+            self.accept_adds_max -= 1
         if self.read_only:
             raise bookie_api.BookieReadOnlyError("bookie is read-only", self.bookie_id)
         try:

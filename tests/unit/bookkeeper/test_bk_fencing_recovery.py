@@ -162,3 +162,29 @@ def test_ack_quorum_coverage_rule() -> None:
     md2 = api.LedgerMetadata(1, 3, 2, 2, api.LedgerState.OPEN, ((0, ens),))
     assert has_ack_quorum_coverage(md2, ens, {"a", "b"})  # each write set of 2 has one answer
     assert not has_ack_quorum_coverage(md2, ens, {"a"})  # write set (b, c) has none
+
+
+@virtual_time
+async def test_a_failed_recovery_leaves_metadata_on_the_original_ensemble() -> None:
+    """Regression (found by simulation seed 2949): a recovery that changed the ensemble while
+    rewriting the tail and then failed must not leave that ensemble in the metadata, or the
+    next recovery reads the tail from bookies that got only part of it and drops acked entries."""
+    env = await make_env(4)
+    wh = await env.bk.create_ledger(2, 2, 2)
+    datas = [b"t%d" % i for i in range(10)]
+    assert await asyncio.gather(*(wh.add_entry(d) for d in datas)) == list(range(10))  # all carry LAC -1
+    a, b = wh.metadata.ensembles[0][1]
+    c, d = sorted(set(env.pool.bookies) - {a, b})
+    env.pool[a].crash()
+    env.pool[d].crash()
+    env.pool[c].accept_adds_max = 3  # the replacement gives out part-way through the rewrite
+    with pytest.raises(api.BKError):
+        await env.client(3).open_ledger(wh.ledger_id)
+    md = await env.bk.get_ledger_metadata(wh.ledger_id)
+    assert md.state is api.LedgerState.IN_RECOVERY and md.ensembles == ((0, (a, b)),)
+    env.pool[b].crash()  # now only the original ensemble's a holds the whole tail
+    env.pool[a].restart()
+    env.pool[d].restart()
+    rh = await env.client(4).open_ledger(wh.ledger_id)
+    assert rh.metadata.last_entry_id == 9
+    assert [e.data for e in await rh.read(0, 9)] == datas
