@@ -50,17 +50,30 @@ HTTP::
     authz.check_superuser(result.role)                        # clusters, brokers...
     await authz.check_tenant_admin(result.role, tenant)       # tenant / namespace admin ops
     await perms.grant_permission("t/ns", "role", ["produce"]) # POST .../permissions/{role}
+    ops = OperationAuthorizer(authz)                          # one rule per Pulsar operation:
+    await ops.check_topic_operation(role, topic, TopicOperation.TERMINATE)      # -> tenant admin
+    await ops.check_namespace_operation(role, ns, NamespaceOperation.GET_TOPICS)
+    await ops.check_tenant_operation(role, tenant, TenantOperation.CREATE_NAMESPACE)
+    await ops.check_policy_operation(role, tenant, PolicyOperation.WRITE)
 
 Modules: ``config`` (AuthConfig, key sources), ``providers`` (interface, TLS),
 ``token`` (JWT), ``basic`` (htpasswd, bcrypt, $apr1$), ``service``
 (AuthenticationService), ``session`` (AUTH_CHALLENGE state machine),
-``authorization`` (AuthorizationService), ``permissions`` (grant/revoke),
+``authorization`` (AuthorizationService), ``operations`` (Pulsar's Topic/Namespace/
+Tenant operations -> rules, for a table-driven admin API), ``permissions`` (grant/revoke),
 ``tls`` (SSLContext builders, peer CN).
 """
 
 from magnetar.broker.auth.authorization import AUTH_ACTIONS, AuthorizationService
 from magnetar.broker.auth.config import AuthConfig, read_key_source
 from magnetar.broker.auth.errors import AuthConfigError, AuthenticationError, AuthorizationError
+from magnetar.broker.auth.operations import (
+    NamespaceOperation,
+    OperationAuthorizer,
+    PolicyOperation,
+    TenantOperation,
+    TopicOperation,
+)
 from magnetar.broker.auth.permissions import InvalidPermissionError, PermissionStore
 from magnetar.broker.auth.providers import AuthenticationProvider, AuthResult, Credentials
 from magnetar.broker.auth.service import AuthenticationService
@@ -88,8 +101,13 @@ __all__ = [
     "AuthorizationService",
     "Credentials",
     "InvalidPermissionError",
+    "NamespaceOperation",
+    "OperationAuthorizer",
     "PermissionStore",
+    "PolicyOperation",
     "RefreshAction",
+    "TenantOperation",
+    "TopicOperation",
     "client_ssl_context",
     "peer_certificate",
     "peer_common_name",
