@@ -321,3 +321,17 @@ async def test_a_consumer_that_does_not_read_does_not_grow_the_broker_buffer(bro
         f = await slow.next(timeout_s=10)
         if f.type == T.MESSAGE:
             got += 1
+
+
+async def test_shared_prefers_the_best_priority_level(raw) -> None:
+    c = await raw()
+    await c.subscribe(TOPIC, "prio", 1, 1, consumer_name="low", priority_level=1)
+    await c.subscribe(TOPIC, "prio", 1, 2, consumer_name="high", priority_level=0)
+    c.send(commands.flow(1, 100))
+    c.send(commands.flow(2, 4))
+    await _produce(c, 10)
+    got = {1: 0, 2: 0}
+    for _ in range(10):
+        f = await c.expect(T.MESSAGE)
+        got[f.command.consumer_id] += 1
+    assert got == {2: 4, 1: 6}  # the high-priority one first, up to its permits

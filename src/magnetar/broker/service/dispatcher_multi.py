@@ -1,7 +1,9 @@
 """Multi-consumer dispatch: Shared subscriptions.
 
 Theory of operation: entries go round-robin to the consumers that have
-permits and are not blocked on unacked messages, up to
+permits and are not blocked on unacked messages -- among those, only the ones
+at the best (lowest) ``priority_level``, so lower-priority consumers get
+messages only while the better ones have no permits (as Java does) -- up to
 ``dispatcherMaxRoundRobinBatchSize`` entries to one consumer before moving
 to the next (Java's batching of round-robin).  Reads are sized by the total
 permits of available consumers.  The subscription as a whole stops
@@ -13,7 +15,7 @@ as a redelivery.
 
 from __future__ import annotations
 
-from magnetar.broker.service.consumer import OutboundEntry
+from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.dispatcher_base import Dispatcher
 
 
@@ -35,18 +37,24 @@ class MultiConsumerDispatcher(Dispatcher):
             return 0
         return sum(c.permits for c in self.consumers if c.available)
 
+    def _next_consumer(self) -> Consumer | None:
+        """Round-robin among the available consumers of the best (lowest) priority level."""
+        available = [c for c in self.consumers if c.available]
+        if not available:
+            return None
+        best = min(c.priority_level for c in available)
+        candidates = [c for c in available if c.priority_level == best]
+        chosen = candidates[self._next % len(candidates)]
+        self._next += 1
+        return chosen
+
     def deliver(self, entries: list[OutboundEntry]) -> None:
         now = self.now_ms()
         i = 0
-        n = len(self.consumers)
-        tried = 0
-        while i < len(entries) and n and tried < n:
-            c = self.consumers[self._next % n]
-            self._next = (self._next + 1) % n
-            if not c.available:
-                tried += 1
-                continue
-            tried = 0
+        while i < len(entries):
+            c = self._next_consumer()
+            if c is None:
+                break
             chunk: list[OutboundEntry] = []
             budget = c.permits
             while i < len(entries) and len(chunk) < self._rr_batch and budget > 0:
