@@ -42,7 +42,10 @@ Binary protocol (per connection)::
     await authz.check_lookup(session.role, topic)
     await authz.check_produce(session.role, topic)
     await authz.check_consume(session.role, topic, subscription)
-    # (a proxy forwards original_principal: pass original_role=...)
+    # A proxy (role in cfg.proxy_roles) forwards CONNECT.original_principal: pass it as
+    # original_role=... and both must be allowed.  With cfg.authenticate_original_auth_data, first
+    # verify CONNECT.original_auth_method/original_auth_data with authn.authenticate(...) and use
+    # that role as original_role instead of trusting original_principal.
 
 HTTP::
 
