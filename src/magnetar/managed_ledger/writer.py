@@ -34,7 +34,11 @@ ManagedLedgerStorageError, and the ledger is rolled: closed at its LAC (so
 the failed entries are not part of it) and replaced.  A caller that retries
 gets a new position; no entry is in the log twice and positions only grow.
 If creating the next ledger fails the state is WriteFailed and the next add
-tries again.
+tries again.  (An add that failed by timing out may still have reached a
+quorum of bookies -- BookKeeper's ambiguous failure, as in Pulsar.  Reads are
+bounded by the entry counts in our list, which count confirmed adds only, so
+it stays invisible; only the last ledger's count comes from BookKeeper
+recovery after a crash, where such an entry can surface, once, at its end.)
 """
 
 from __future__ import annotations
