@@ -10,7 +10,7 @@ driving a broker in another process over loopback, as a user would see it:
 * end-to-end latency at a paced 5,000 msg/s (the send time travels in the
   payload; the consumer in the same process subtracts it on receipt):
   p50 / p99 / p99.9;
-* startup-to-ready seconds (spawn to the ready line) and idle RSS.
+* startup-to-ready seconds (spawn to the ready line), idle RSS and idle CPU.
 
 The same client runs against ``benchmarks/null_broker.py`` (codec only, acks at
 once, nothing stored): the ratio real/null says how much of the client's
@@ -39,6 +39,7 @@ from magnetar.testing.standalone import StandaloneProcess
 
 SIZE_BYTES = 1024
 LATENCY_RATE = 5000
+IDLE_CPU_WINDOW_S = 5.0
 _TS = struct.Struct(">d")
 
 
@@ -88,8 +89,22 @@ def consume_backlog(consumer, n: int) -> float:
 
 def latency(client: pulsar.Client, topic: str, seconds: float) -> dict[str, float]:
     consumer = client.subscribe(topic, "lat", receiver_queue_size=1000)
-    producer = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=1)
+    # A broker stall must show up as latency, not as sends the client drops because its queue
+    # is full (send_async fails at once then): a deep queue that blocks when full.
+    producer = client.create_producer(
+        topic,
+        batching_enabled=True,
+        batching_max_publish_delay_ms=1,
+        max_pending_messages=10_000,
+        block_if_queue_full=True,
+    )
     total = int(LATENCY_RATE * seconds)
+    failed: list[object] = []
+
+    def on_sent(res, _mid) -> None:
+        if res != pulsar.Result.Ok:
+            failed.append(res)
+
     samples: list[float] = []
     done = threading.Event()
 
@@ -111,7 +126,7 @@ def latency(client: pulsar.Client, topic: str, seconds: float) -> dict[str, floa
         delay = t0 + i / LATENCY_RATE - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        producer.send_async(_TS.pack(time.perf_counter()) + pad, None)
+        producer.send_async(_TS.pack(time.perf_counter()) + pad, on_sent)
     producer.flush()
     done.wait(30)
     producer.close()
@@ -121,6 +136,8 @@ def latency(client: pulsar.Client, topic: str, seconds: float) -> dict[str, floa
     def pct(p: float) -> float:
         return s[min(len(s) - 1, int(p / 100.0 * len(s)))] if s else float("nan")
 
+    if failed:
+        print(f"  warning: {len(failed)} latency-run sends failed ({failed[0]})", file=sys.stderr)
     return {"p50": pct(50), "p99": pct(99), "p99.9": pct(99.9), "received": len(s), "expected": total}
 
 
@@ -170,13 +187,19 @@ def run_standalone(args: argparse.Namespace) -> tuple[dict[str, object], str]:
         sa.start()
         try:
             time.sleep(2.0)  # let start-up work settle before measuring idle memory
-            idle_rss_mb = psutil.Process(sa.pid).memory_info().rss / (1024 * 1024)
+            ps = psutil.Process(sa.pid)
+            idle_rss_mb = ps.memory_info().rss / (1024 * 1024)
+            c0 = ps.cpu_times()
+            time.sleep(IDLE_CPU_WINDOW_S)
+            c1 = ps.cpu_times()
+            idle_cpu_pct = ((c1.user - c0.user) + (c1.system - c0.system)) / IDLE_CPU_WINDOW_S * 100
             real = run_suite(sa.broker_url, args.messages, args.latency_seconds)
             busy_rss_mb = psutil.Process(sa.pid).memory_info().rss / (1024 * 1024)
         finally:
             code = sa.terminate()
     line = (
         f"standalone startup-to-ready: {sa.startup_seconds:.2f} s; idle RSS {idle_rss_mb:.0f} MiB; "
+        f"idle CPU {idle_cpu_pct:.1f} %; "
         f"RSS after the run {busy_rss_mb:.0f} MiB; SIGTERM exit code {code}"
     )
     return real, line
