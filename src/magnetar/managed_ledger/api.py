@@ -310,6 +310,9 @@ class ManagedLedger(Protocol):
     async def set_config(self, config: ManagedLedgerConfig) -> None:
         """Apply new settings (retention etc.) to a live ledger."""
 
+    def counters(self) -> dict[str, int]:
+        """Cumulative counters (entriesAdded, bytesAdded, addEntryErrors, ...) for /metrics."""
+
     def internal_stats(self) -> dict:
         """As Pulsar's ``/internalStats``: entriesAddedCounter, numberOfEntries, totalSize,
         currentLedgerEntries, currentLedgerSize, lastConfirmedEntry, ledgers, cursors, ..."""

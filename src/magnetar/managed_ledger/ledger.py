@@ -80,6 +80,8 @@ class ManagedLedgerImpl(LedgerWriter):
         self._waiters: list[asyncio.Future[None]] = []
         self._ledger_created_mono = 0.0
         self.entries_added = 0
+        self.bytes_added = 0
+        self.add_errors = 0
         self.messages_added = 0
         self.last_ledger_created_ms = 0
         self.last_ledger_creation_failure_ms = 0
@@ -401,6 +403,21 @@ class ManagedLedgerImpl(LedgerWriter):
 
     def internal_stats(self) -> dict:
         return ledger_internal_stats(self)
+
+    def counters(self) -> dict[str, int]:
+        """Cumulative counters since this managed ledger was opened (for /metrics)."""
+        r = self.reader
+        return {
+            "entriesAdded": self.entries_added,
+            "bytesAdded": self.bytes_added,
+            "messagesAdded": self.messages_added,
+            "addEntryErrors": self.add_errors,
+            "entriesReadFromBookies": r.entries_read_from_bookies,
+            "readEntriesErrors": r.read_errors,
+            "ledgersDeleted": self.ledgers_deleted,
+            "storageSize": self.total_size,
+            "numberOfEntries": self.number_of_entries,
+        }
 
     def config_rate(self) -> float:
         return self.config.mark_delete_rate_per_s

@@ -43,6 +43,7 @@ class LedgerReader:
         self._read_ahead_entries = read_ahead_entries or (lambda: ctx.read_ahead_entries)
         self._handles: OrderedDict[int, ReadHandle] = OrderedDict()
         self.entries_read_from_bookies = 0
+        self.read_errors = 0
 
     async def read_range(self, ledger_id: int, first: int, last: int, read_ahead: bool = True) -> list[Entry]:
         """Entries first..last (inclusive) of one ledger; ``last`` must be confirmed."""
@@ -59,6 +60,7 @@ class LedgerReader:
         try:
             got = await handle.read(start, fetch_last)
         except BKError as e:
+            self.read_errors += 1
             raise ManagedLedgerStorageError(f"read {ledger_id}:{start}..{fetch_last} failed: {e!r}") from e
         self.entries_read_from_bookies += len(got)
         for le in got:

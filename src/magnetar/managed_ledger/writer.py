@@ -205,6 +205,7 @@ class LedgerWriter:
         if pos > lst.last_confirmed:
             lst.last_confirmed = pos
         self.entries_added += 1
+        self.bytes_added += len(data)
         self.messages_added += num_messages
         self.message_counts.record(ledger_id, entry_id, num_messages)
         self.ctx.cache.put(ledger_id, entry_id, data)
@@ -215,6 +216,7 @@ class LedgerWriter:
         return pos
 
     def _add_failed(self, handle: WriteHandle, e: BKError) -> ManagedLedgerError:
+        self.add_errors += 1
         if isinstance(e, LedgerFencedError):
             self._fence()
             return ManagedLedgerFencedError(

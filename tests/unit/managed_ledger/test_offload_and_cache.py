@@ -169,3 +169,18 @@ async def test_admin_reads_peek_examine_backlog_size(harness) -> None:
     peeked = await c.peek_entries(3)
     assert [e.position for e in peeked] == [pos[1], pos[3], pos[4]]
     assert c.read_position == pos[1], "peek does not move the read position"
+
+
+async def test_counters(harness) -> None:
+    f = await harness.new_factory(small_config())
+    ml = await f.open("t/ns/d/counters")
+    for _ in range(5):
+        await ml.add_entry(b"12345", num_messages=2)
+    harness.bk.faults.fail_add(1)
+    with pytest.raises(ManagedLedgerError):
+        await ml.add_entry(b"x")
+    f.cache.clear()
+    await ml.read_entries_from(Position.EARLIEST, 10)  # type: ignore[attr-defined]
+    c = ml.counters()
+    assert c["entriesAdded"] == 5 and c["bytesAdded"] == 25 and c["messagesAdded"] == 10
+    assert c["addEntryErrors"] == 1 and c["entriesReadFromBookies"] == 5
