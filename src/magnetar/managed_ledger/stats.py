@@ -1,7 +1,9 @@
 """Internal stats in Pulsar's field names (``/internalStats``, PersistentTopicInternalStats).
 
 Pure formatting of a managed ledger's and its cursors' state; no I/O.  Times
-are rendered as ISO-8601 UTC strings as recent Pulsar versions do.
+are rendered as ISO-8601 UTC strings as recent Pulsar versions do.  A cursor's
+``individuallyDeletedMessages`` lists at most the first 10,000 ranges (the
+count is in ``totalNonContiguousDeletedMessagesRange``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from magnetar.managed_ledger.cursor import ManagedCursorImpl
     from magnetar.managed_ledger.ledger import ManagedLedgerImpl
+
+
+STATS_RANGES_MAX = 10_000
 
 
 def iso_ms(ms: int) -> str | None:
@@ -72,7 +77,9 @@ def cursor_stats(c: ManagedCursorImpl) -> dict:
         "messagesConsumedCounter": c.messages_consumed,
         "cursorLedger": store.cursor_ledger_id if store is not None else -1,
         "cursorLedgerLastEntry": store.last_entry_id if store is not None else -1,
-        "individuallyDeletedMessages": c.acked.to_string(),
+        # Bounded like the persisted state: a cursor with a million holes would otherwise
+        # produce a ~30 MB string; totalNonContiguousDeletedMessagesRange has the real count.
+        "individuallyDeletedMessages": c.acked.to_string(STATS_RANGES_MAX),
         "lastLedgerSwitchTimestamp": iso_ms(c.ml.last_ledger_created_ms),
         "state": c.state.value,
         "active": c.durable,
