@@ -217,3 +217,34 @@ async def test_topic_auto_creation_can_be_turned_off(broker, raw) -> None:
     f = await c.expect(T.ERROR)
     assert f.command.error == ServerError.TopicNotFound
     await asyncio.sleep(0)
+
+
+async def test_failover_switch_waits_for_the_grace_period() -> None:
+    from conftest import running_broker
+
+    async with running_broker(activeConsumerFailoverDelayTimeMillis=300) as b:
+        await b.service.create_partitioned_topic("persistent://public/default/fd", 1)
+        t = "persistent://public/default/fd-partition-0"
+        c = await RawClient.connect(b.port)
+        try:
+            await c.subscribe(t, "fo", 2, 2, consumer_name="b")
+            await c.expect(T.ACTIVE_CONSUMER_CHANGE)
+            entries = await _produce(c, 3, topic=t)
+            c.send(commands.flow(2, 100))
+            first = [await c.expect(T.MESSAGE) for _ in range(3)]
+            ledger = first[0].command.message_id.ledgerId
+            await c.subscribe(t, "fo", 2, 1, consumer_name="a")  # sorts first: takes over
+            changes = {}
+            for _ in range(2):
+                f = await c.expect(T.ACTIVE_CONSUMER_CHANGE)
+                changes[f.command.consumer_id] = f.command.is_active
+            assert changes == {1: True, 2: False}
+            c.send(commands.flow(1, 100))
+            # The old consumer acks one message during the grace period.
+            c.send(commands.ack(2, 0, [MessageId(ledger, entries[0])]))
+            await c.nothing(within=0.2)
+            got = [await c.expect(T.MESSAGE) for _ in range(2)]
+            assert [f.command.consumer_id for f in got] == [1, 1]
+            assert [f.command.message_id.entryId for f in got] == entries[1:]
+        finally:
+            await c.aclose()

@@ -10,10 +10,11 @@ On a non-partitioned topic Java hashes consumer names onto a ring (Murmur3,
 use the same rule.  When the active consumer changes, every consumer gets
 ACTIVE_CONSUMER_CHANGE and the cursor is rewound to the mark-delete
 position, so what the old active one had not acknowledged goes to the new one
-(as Java does).  A consumer's REDELIVER without ids (nack, ack timeout on
-Exclusive/Failover) rewinds the same way.  The switch of dispatch happens at once; Java's 1 s
-``activeConsumerFailoverDelayTimeMillis`` only delays reads, which we skip.
-"""
+(as Java does).  When the old active consumer is still connected (a better
+one joined), dispatch pauses for ``activeConsumerFailoverDelayTimeMillis``
+first, so acks it still sends are not followed by duplicates.  A consumer's
+REDELIVER without ids (nack, ack timeout on Exclusive/Failover) rewinds the
+same way."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import bisect
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.common.murmur3 import pulsar_hash
+from magnetar.runtime import TimerHandle
 
 SUB_FAILOVER = 2
 RING_POINTS = 100
@@ -32,6 +34,9 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         super().__init__(subscription, sub_type)
         self.active: Consumer | None = None
         self._told: set[int] = set()  # id() of consumers that know who is active
+        self._delay_s = subscription.topic.config.active_consumer_failover_delay_time_millis / 1000
+        self._paused = False  # during the failover grace period
+        self._switch_timer: TimerHandle | None = None
 
     def consumers_changed(self) -> None:
         new = self._pick_active()
@@ -45,11 +50,35 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             return
         self.active = new
         if old is not None:
-            # What the old active consumer had in flight goes to the new one (a rewind).
-            self.rewind(old.take_pending())
+            # What the old active consumer had in flight goes to the new one (a rewind) --
+            # after a grace period when the old one is still there and may yet ack it.
+            if self.sub_type == SUB_FAILOVER and not old.closed and new is not None and self._delay_s > 0:
+                self._defer_switch(old)
+            else:
+                self.rewind(old.take_pending())
         if self.sub_type == SUB_FAILOVER:
             for c in self.consumers:
                 self._tell(c, c is new)
+
+    def _defer_switch(self, old: Consumer) -> None:
+        if self._switch_timer is not None:
+            self._switch_timer.cancel()
+        self._paused = True
+        self._epoch += 1  # a read in flight for the old consumer is dropped
+        clock = self.subscription.topic.clock
+        self._switch_timer = clock.call_later(self._delay_s, lambda: self._finish_switch(old))
+
+    def _finish_switch(self, old: Consumer) -> None:
+        self._switch_timer = None
+        self._paused = False
+        if not self._closed:
+            self.rewind(old.take_pending())
+
+    async def close(self) -> None:
+        if self._switch_timer is not None:
+            self._switch_timer.cancel()
+            self._switch_timer = None
+        await super().close()
 
     def _tell(self, c: Consumer, is_active: bool) -> None:
         self._told.add(id(c))
@@ -80,6 +109,8 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         return _ring_pick(ranked, self.subscription.topic.name)
 
     def read_budget(self) -> int:
+        if self._paused:
+            return 0
         c = self.active
         if c is None or not c.available:
             return 0
