@@ -11,8 +11,10 @@ it is *lost*: every ledger with a fragment on it gets an under-replication
 mark listing the lost bookies (see :mod:`.underreplication`).  A bookie that
 comes back before the delay is forgotten.
 
-``audit_once`` does one full pass and returns the ledgers it marked; the
-loop and tests both use it.
+A full pass reads every ledger's metadata, so the loop only makes one when
+the registered bookies changed, a missing bookie is waiting out its delay,
+or ``auditor_periodic_check_ms`` passed (BK: auditorPeriodicCheckInterval).
+``audit_once`` does one pass and returns the ledgers it marked.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Auditor:
             retry_interval_ms=ctx.config.replication_poll_interval_ms,
         )
         self.audits = 0  # statistics
+        self._last_registered: set[str] | None = None
+        self._last_full_check = float("-inf")
 
     @property
     def is_leader(self) -> bool:
@@ -81,7 +85,7 @@ class Auditor:
         while self._election.is_leader:
             self._wakeup.clear()
             try:
-                await self.audit_once()
+                await self.audit_once(only_if_changed=True)
             except (MetadataError, OSError) as exc:
                 log.warning("auditor %s: audit failed: %r", self.auditor_id, exc)
             handle = self._ctx.clock.call_later(poll_s, self._wakeup.set)
@@ -93,12 +97,26 @@ class Auditor:
     async def _registered(self) -> set[str]:
         return set(await self._ctx.registry.all_bookies())
 
-    async def audit_once(self) -> list[int]:
-        """One pass over every ledger; returns the ids newly marked (or extended)."""
-        self.audits += 1
+    async def audit_once(self, only_if_changed: bool = False) -> list[int]:
+        """One pass over every ledger; returns the ids newly marked (or extended).
+
+        ``only_if_changed``: skip the (metadata-heavy) pass when the registered bookies are
+        the ones of the last pass, no bookie is waiting out its lost delay and the periodic
+        full check is not due."""
         now = self._ctx.clock.monotonic()
         delay_s = self._ctx.config.lost_bookie_recovery_delay_ms / 1000.0
         registered = await self._registered()
+        periodic_s = self._ctx.config.auditor_periodic_check_ms / 1000.0
+        if (
+            only_if_changed
+            and registered == self._last_registered
+            and not self._missing_since
+            and now - self._last_full_check < periodic_s
+        ):
+            return []
+        self.audits += 1
+        self._last_registered = registered
+        self._last_full_check = now
         ledgers = []
         named: set[str] = set()
         for ledger_id in await self._ctx.ledgers.list_ids():

@@ -48,6 +48,10 @@ class ClientConfig:
     # under-replicated (BK: lostBookieRecoveryDelay), and the worker's polling period.
     lost_bookie_recovery_delay_ms: int = 0
     replication_poll_interval_ms: int = 1_000
+    # The auditor re-checks every ledger at least this often even when no bookie changed.
+    auditor_periodic_check_ms: int = 3_600_000
+    # Entries a replication worker copies concurrently.
+    replication_copy_parallelism: int = 16
     # Open ledgers whose last fragment is under-replicated are fenced and closed by the
     # replication worker after this grace period (BK: openLedgerRereplicationGracePeriod).
     open_ledger_rereplication_grace_ms: int = 30_000

@@ -196,32 +196,36 @@ class ReplicationWorker:
     async def _copy_fragment(
         self, md: api.LedgerMetadata, first: int, last: int, lost: str, target: str
     ) -> int:
+        """Copy the fragment's entries that ``lost`` stored to ``target``, a bounded batch at a time."""
+        ids = [e for e in range(first, last + 1) if lost in md.write_set(e)]
+        step = max(1, self._ctx.config.replication_copy_parallelism)
+        reader = EntryReader(self._ctx, md.ledger_id, md.password)
+        for start in range(0, len(ids), step):
+            await asyncio.gather(
+                *(self._copy_entry(md, reader, e, lost, target) for e in ids[start : start + step])
+            )
+        return len(ids)
+
+    async def _copy_entry(
+        self, md: api.LedgerMetadata, reader: EntryReader, entry_id: int, lost: str, target: str
+    ) -> None:
         ctx = self._ctx
-        reader = EntryReader(ctx, md.ledger_id, md.password)
-        client = ctx.pool.get(target)
-        copied = 0
-        for entry_id in range(first, last + 1):
-            write_set = md.write_set(entry_id)
-            if lost not in write_set:
-                continue
-            sources = [b for b in write_set if b != lost]
-            if not sources:
-                raise FragmentCopyError(f"ledger {md.ledger_id} entry {entry_id}: no surviving replica")
-            try:
-                header, payload = await reader.read_entry(sources, entry_id)
-            except api.BKError as exc:
-                raise FragmentCopyError(f"ledger {md.ledger_id} entry {entry_id}: {exc}") from exc
-            framed = encode_entry(md.ledger_id, entry_id, header.lac, header.length, payload)
-            try:
-                await with_timeout(
-                    ctx.clock,
-                    client.add_entry(md.ledger_id, entry_id, md.password, framed, recovery=True),
-                    ctx.config.add_timeout_ms,
-                    lambda: FragmentCopyError(f"copy to {target} timed out"),
-                )
-            except BookieError as exc:
-                ctx.registry.mark_failed(target)
-                raise FragmentCopyError(f"copy of entry {entry_id} to {target} failed: {exc!r}") from exc
-            copied += 1
-            self.replicated_entries += 1
-        return copied
+        sources = [b for b in md.write_set(entry_id) if b != lost]
+        if not sources:
+            raise FragmentCopyError(f"ledger {md.ledger_id} entry {entry_id}: no surviving replica")
+        try:
+            header, payload = await reader.read_entry(sources, entry_id)
+        except api.BKError as exc:
+            raise FragmentCopyError(f"ledger {md.ledger_id} entry {entry_id}: {exc}") from exc
+        framed = encode_entry(md.ledger_id, entry_id, header.lac, header.length, payload)
+        try:
+            await with_timeout(
+                ctx.clock,
+                ctx.pool.get(target).add_entry(md.ledger_id, entry_id, md.password, framed, recovery=True),
+                ctx.config.add_timeout_ms,
+                lambda: FragmentCopyError(f"copy to {target} timed out"),
+            )
+        except BookieError as exc:
+            ctx.registry.mark_failed(target)
+            raise FragmentCopyError(f"copy of entry {entry_id} to {target} failed: {exc!r}") from exc
+        self.replicated_entries += 1

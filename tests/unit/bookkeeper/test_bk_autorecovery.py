@@ -172,3 +172,18 @@ async def test_autorecovery_service_heals_in_the_background() -> None:
     assert sum(s.auditor.is_leader for s in services) == 1
     for s in services:
         await s.aclose()
+
+
+@virtual_time
+async def test_the_audit_loop_skips_full_passes_while_nothing_changes() -> None:
+    env, registrar = await _env()
+    wh = await env.bk.create_ledger(3, 2, 2)
+    await wh.add_entry(b"x")
+    auditor = Auditor(env.bk.ctx, env.server.session(), "a")
+    assert await auditor.audit_once(only_if_changed=True) == []
+    assert await auditor.audit_once(only_if_changed=True) == []
+    assert auditor.audits == 1
+    await _lose(env, registrar, wh.metadata.ensembles[0][1][0])
+    env.bk.ctx.registry.invalidate()
+    assert await auditor.audit_once(only_if_changed=True) == [wh.ledger_id]
+    assert auditor.audits == 2
