@@ -306,3 +306,32 @@ async def test_schemas_are_versioned_and_checked(broker) -> None:
     value, refused = await _run(broker, fn)
     assert value == "hello"
     assert refused is not None and "Incompatible" in refused
+
+
+async def test_regex_subscription_finds_topics(broker) -> None:
+    import re
+
+    def fn(c: pulsar.Client) -> set[bytes]:
+        for name in ("rx-a", "rx-b"):
+            c.create_producer(name).close()
+        consumer = c.subscribe(
+            re.compile("persistent://public/default/rx-.*"),
+            "s",
+            initial_position=pulsar.InitialPosition.Earliest,
+            pattern_auto_discovery_period=1,
+        )
+        for name in ("rx-a", "rx-b"):
+            c.create_producer(name).send(name.encode())
+        return {consumer.receive(5000).data() for _ in range(2)}
+
+    assert await _run(broker, fn) == {b"rx-a", b"rx-b"}
+
+
+async def test_a_chunked_message_goes_through(broker) -> None:
+    def fn(c: pulsar.Client) -> int:
+        consumer = c.subscribe("t-chunk", "s")
+        p = c.create_producer("t-chunk", chunking_enabled=True, batching_enabled=False)
+        p.send(b"z" * (6 * 1024 * 1024))
+        return len(consumer.receive(10000).data())
+
+    assert await _run(broker, fn) == 6 * 1024 * 1024
