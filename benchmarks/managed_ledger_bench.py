@@ -8,6 +8,7 @@ Prints, over the in-memory BookKeeper and over the real ledger client + in-proce
     cached:    a cursor just behind the tail reading what the entry cache holds
     backlog:   a cursor reading everything again with the cache cleared (bookie reads,
                read-ahead batches)
+    acks:      serial individual acks (each awaited), durable-before-return vs rate-limited
 
 and, once, the ack-hole figures: --holes alternating individual acks (every second entry),
 the time to ack them, the cursor snapshot size (capped at managedLedgerMaxUnackedRangesToPersist
@@ -24,6 +25,7 @@ import asyncio
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerConfig, Position
 from magnetar.testing.ml_conformance import LocalBookieHarness, MemoryHarness
@@ -92,6 +94,23 @@ async def bench_stack(label: str, harness, entries: int, size: int, window: int)
         n += len(got)
     t_back = time.perf_counter() - t0
     print(f"{label:8s} backlog   {_rate(n, n * size, t_back)}  (cache cleared: bookie reads)", flush=True)
+
+    # Acks, one awaited call per entry (as a consumer connection acks), every other entry so
+    # holes stay open: durable before return (rate 0) vs Pulsar's rate-limited persistence.
+    for rate in (0.0, 1.0):
+        await ml.set_config(replace(CONFIG, mark_delete_rate_per_s=rate))
+        acker = await ml.open_cursor(f"acker-{rate}", InitialPosition.EARLIEST)
+        sample = positions[1 : min(len(positions), 4001) : 2]
+        t0 = time.perf_counter()
+        for p in sample:
+            await acker.delete([p])
+        t_ack = time.perf_counter() - t0
+        await acker.flush()
+        print(
+            f"{label:8s} acks      {len(sample) / t_ack:12,.0f} acks/s  mark_delete_rate_per_s={rate} "
+            f"({len(sample)} serial individual acks, {acker.store.persists} snapshots written)",
+            flush=True,
+        )
     await f.aclose()
 
 

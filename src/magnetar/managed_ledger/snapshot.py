@@ -70,13 +70,25 @@ def encode(snap: CursorSnapshot) -> bytes:
         put(out, _zz(int(v)))
     put(out, len(snap.ranges))
     prev_l, prev_e = snap.mark_delete[0], -1
+    append = out.append
     for (lid, first), (_, last) in snap.ranges:
-        put(out, _zz(lid - prev_l))
+        # The hot loop (up to max_unacked_ranges_to_persist ranges per snapshot): one-byte
+        # varints, the common case, are appended inline.
         if lid == prev_l:
-            put(out, first - prev_e)
+            append(0)
+            gap = first - prev_e
+            if 0 < gap < 0x80:
+                append(gap)
+            else:
+                put(out, gap)
         else:
+            put(out, _zz(lid - prev_l))
             put(out, _zz(first))
-        put(out, last - first)
+        span = last - first
+        if 0 <= span < 0x80:
+            append(span)
+        else:
+            put(out, span)
         prev_l, prev_e = lid, last
     put(out, len(snap.ack_sets))
     prev_l, prev_e = snap.mark_delete[0], -1
