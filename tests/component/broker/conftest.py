@@ -117,10 +117,15 @@ class RawClient:
         return self._rid
 
     async def _pump(self) -> None:
+        try:
+            await self._pump_frames()
+        finally:
+            self.eof.set()  # EOF, or a reset by the broker
+
+    async def _pump_frames(self) -> None:
         while True:
             data = await self.reader.read(65536)
             if not data:
-                self.eof.set()
                 return
             self.decoder.feed(data)
             while (f := self.decoder.next_frame()) is not None:
