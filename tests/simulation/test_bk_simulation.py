@@ -81,6 +81,8 @@ def test_the_simulation_exercises_faults_and_recovery(storage: bool) -> None:
     assert sum(r.counters["lost"] for r in reports) > 10
     assert sum(1 for r in reports for led in r.ledgers if led.recovered_last is not None) > 5
     assert sum(len(led.acked) for r in reports for led in r.ledgers) > 1000
+    assert sum(r.settings.decommission for r in reports) > 3
+    assert sum(r.counters.get("replicated_fragments", 0) for r in reports) > 10
 
 
 def test_the_checker_catches_a_recovery_that_drops_the_tail(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,10 +19,16 @@ Actors during the *safety phase*:
 * a tailing reader opens the current ledger without recovery and follows
   the LAC;
 * the fault driver crashes/restarts bookies (and removes/re-adds their
-  registration) and cuts/heals links.
+  registration) and cuts/heals links;
+* in half the seeds, an auto-recovery service (elected auditor + replication
+  worker) runs throughout, racing the writer and the recoverer on metadata.
 
 Then the *liveness phase*: faults stop, every bookie is back, and a fresh
-client recovers and reads every ledger.
+client recovers and reads every ledger.  With auto-recovery (and Qa >= 2, so
+every acknowledged entry has a second copy) one bookie is first
+decommissioned for good: auto-recovery must stop naming it everywhere, and
+for Qw == Qa ledgers every entry must then be on every bookie of its write
+set.
 
 Invariants (any breach is a :class:`Violation` string in the report):
 
@@ -45,9 +51,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magnetar.bookie.api import AVAILABLE_PATH
+from magnetar.bookie.entry_format import decode_entry
 from magnetar.bookkeeper import api
+from magnetar.bookkeeper.autorecovery import AutoRecovery
 from magnetar.bookkeeper.client import BookKeeperClient
 from magnetar.bookkeeper.config import ClientConfig
+from magnetar.bookkeeper.metadata import LedgerMetadataStore
+from magnetar.bookkeeper.underreplication import UnderReplicationManager
 from magnetar.metadata.memory import MemoryMetadataServer
 from magnetar.runtime import Rng
 from magnetar.testing.clock import VirtualClock, run_virtual
@@ -77,6 +87,8 @@ class SimSettings:
     partition_probability: float
     fsync_slow_probability: float
     recoveries: int
+    autorecovery: bool  # an auditor + replication worker run throughout
+    decommission: bool  # in the liveness phase one bookie dies for good; auto-recovery must repair
 
     @classmethod
     def draw(cls, seed: int, rng: Rng, storage: bool = False) -> SimSettings:
@@ -99,6 +111,8 @@ class SimSettings:
             partition_probability=rng.choice([0.0, 0.05, 0.2]),
             fsync_slow_probability=rng.choice([0.0, 0.01, 0.05]),
             recoveries=rng.choice([0, 1, 1, 2]),
+            autorecovery=(autorecovery := rng.chance(0.5)),
+            decommission=rng.chance(0.7) and autorecovery and qa >= 2,
         )
 
 
@@ -157,8 +171,11 @@ class Simulation:
             ensemble_change_backoff_ms=100,
             bookie_list_refresh_ms=500,
             bookie_quarantine_ms=1_000,
+            replication_poll_interval_ms=200,
+            open_ledger_rereplication_grace_ms=1_000,
         )
         self.ledgers: dict[int, LedgerRecord] = {}
+        self.extra_counters: dict[str, int] = {}
         self.violations: list[str] = []
         self.current: int | None = None
         self.safety_over = False
@@ -378,6 +395,55 @@ class Simulation:
                 await _maybe_await(b.restart())
                 await self.registrar.put(f"{AVAILABLE_PATH}/{bid}", b"", ephemeral=True)
 
+    # --- auto-recovery ----------------------------------------------------------------------
+    async def _start_autorecovery(self) -> AutoRecovery:
+        self._autorecovery_client = self.client("autorecovery")
+        service = AutoRecovery(self._autorecovery_client, self.server.session(), "autorecovery-0")
+        await service.start()
+        return service
+
+    async def _decommission_and_wait(self) -> str:
+        """One bookie dies for good; wait (bounded) until no metadata names it."""
+        victim = self.rng.fork("decommission").choice(self.bookie_ids)
+        self.net.bookies[victim].crash()
+        await self.registrar.delete(f"{AVAILABLE_PATH}/{victim}")
+        store = self.server.session()
+        marks = UnderReplicationManager(store)
+        ledgers = LedgerMetadataStore(store)
+        deadline = self.clock.monotonic() + 300.0
+        while self.clock.monotonic() < deadline:
+            await self.clock.sleep(0.5)
+            if await marks.marked():
+                continue
+            named = False
+            for lid in await ledgers.list_ids():
+                md, _ = await ledgers.read(lid)
+                named = named or any(victim in ens for _, ens in md.ensembles)
+            if not named:
+                return victim
+        self.violation(f"auto-recovery did not repair the ledgers of decommissioned bookie {victim} in 300 s")
+        return victim
+
+    async def verify_replicas(self, victim: str) -> None:
+        """After auto-recovery: nothing names the dead bookie, and with Qw == Qa every entry of a
+        closed ledger is on every bookie of its write set (digest-verified)."""
+        pool = SimBookieClientPool(self.net, "replica-checker")
+        ledgers = LedgerMetadataStore(self.server.session())
+        for lid in sorted(self.ledgers):
+            md, _ = await ledgers.read(lid)
+            if any(victim in ens for _, ens in md.ensembles):
+                self.violation(f"ledger {lid}: still names decommissioned bookie {victim}: {md.ensembles}")
+                continue
+            if md.write_quorum != md.ack_quorum or not md.is_closed:
+                continue
+            for e in range(md.last_entry_id + 1):
+                for b in md.write_set(e):
+                    try:
+                        decode_entry(await pool.get(b).read_entry(lid, e), lid, e)
+                    except Exception as exc:
+                        self.violation(f"ledger {lid} entry {e}: missing/bad on {b} after repair: {exc!r}")
+                        return
+
     # --- final check ----------------------------------------------------------------------
     async def verify(self) -> None:
         for bid in self.bookie_ids:
@@ -435,15 +501,27 @@ class Simulation:
     async def _run(self) -> SimReport:
         fault_task = asyncio.ensure_future(self.faults())
         await asyncio.sleep(0)
+        service = await self._start_autorecovery() if self.settings.autorecovery else None
         actors = [asyncio.ensure_future(c) for c in (self.writer(), self.recoverer(), self.tailer())]
         await fault_task
         await asyncio.gather(actors[0], actors[1])
         self.safety_over = True
         await actors[2]
         await self.heal_all()
+        victim = None
+        if service is not None:
+            if self.settings.decommission:
+                victim = await self._decommission_and_wait()
+            await service.aclose()
+            await self._autorecovery_client.aclose()
+            self.extra_counters["replicated_fragments"] = service.worker.replicated_fragments
+            self.extra_counters["replicated_entries"] = service.worker.replicated_entries
         await self.verify()
+        if victim is not None:
+            await self.verify_replicas(victim)
         counters = dict(self.net.counters)
         counters["crashes"] = sum(b.counters["crashes"] for b in self.net.bookies.values())
+        counters.update(self.extra_counters)
         return SimReport(
             self.settings, [self.ledgers[k] for k in sorted(self.ledgers)], self.violations, counters
         )
