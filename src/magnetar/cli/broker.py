@@ -21,7 +21,14 @@ import logging
 import signal
 import sys
 
-from magnetar.cli.standalone import EXIT_BAD_CONFIG, EXIT_OK, EXIT_START_FAILED, cli_overrides, run_event_loop
+from magnetar.cli.standalone import (
+    EXIT_BAD_CONFIG,
+    EXIT_OK,
+    EXIT_START_FAILED,
+    cli_overrides,
+    run_event_loop,
+    tune_gc_for_serving,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -89,6 +96,7 @@ async def _serve(config: object, metadata_url: str) -> int:
     except Exception as exc:
         print(f"magnetar broker: failed to start: {exc}", file=sys.stderr, flush=True)
         return EXIT_START_FAILED
+    tune_gc_for_serving()
     print(broker.ready_line, flush=True)
     await broker.run_until_stopped()
     return EXIT_OK
