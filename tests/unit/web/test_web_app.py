@@ -142,3 +142,23 @@ async def test_health_ok_and_metrics_count_requests(http):
 async def test_unknown_path_is_404_reason(http):
     r = await http.get("/admin/v2/nothing-here")
     assert r.status_code == 404 and "reason" in r.json()
+
+
+async def test_real_broker_errors_become_reason_json_with_their_status():
+    from magnetar.broker import errors
+
+    class Raising(FakeService):
+        async def lookup(self, topic: str) -> dict:
+            raise errors.NamespaceNotFoundError("Namespace public/nope does not exist")
+
+        async def create_partitioned_topic(self, topic: str, n: int) -> None:
+            raise errors.AlreadyExistsError("Partitioned topic already exist")
+
+    app = create_app(Raising())
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        r = await http.get("/lookup/v2/topic/persistent/public/nope/t")
+        assert r.status_code == errors.NamespaceNotFoundError.http_status == 404
+        assert r.json() == {"reason": "Namespace public/nope does not exist"}
+        r = await http.put("/admin/v2/persistent/public/default/t/partitions", content=b"2")
+        assert r.status_code == 409 and r.json()["reason"] == "Partitioned topic already exist"
