@@ -57,6 +57,8 @@ from magnetar.managed_ledger.stats import cursor_stats
 if TYPE_CHECKING:
     from magnetar.managed_ledger.ledger import ManagedLedgerImpl
 
+_READ_ATTEMPTS_MAX = 3
+
 
 class ManagedCursorImpl:
     def __init__(self, ml: ManagedLedgerImpl, name: str, md: Position, store: CursorStore | None) -> None:
@@ -69,6 +71,7 @@ class ManagedCursorImpl:
         # ledger is never deleted on the strength of an ack that could still be lost.
         self.persisted_md = md
         self._read = md.next()
+        self._moves = 0  # bumped by rewind/seek/reset: a read in flight then keeps its hands off
         self.acked = PositionRangeSet()
         self.ack_sets: dict[tuple[int, int], list[int]] = {}
         self._props: dict[str, int] = {}
@@ -167,9 +170,21 @@ class ManagedCursorImpl:
             pos = ll.next_valid(Position(pos.ledger_id, r[1][1] + 1))
 
     async def read_entries(self, max_entries: int, max_bytes: int | None = None) -> list[Entry]:
-        self._check_open()
+        for _attempt in range(_READ_ATTEMPTS_MAX):
+            self._check_open()
+            moves = self._moves
+            out, pos = await self._read_from(self.read_position, max_entries, max_bytes)
+            if moves == self._moves:
+                self._read = pos
+                self.messages_consumed += len(out)
+                return out
+            # Moved (seek/reset/rewind) while reading: read again from the new position.
+        return []
+
+    async def _read_from(
+        self, pos: Position, max_entries: int, max_bytes: int | None
+    ) -> tuple[list[Entry], Position]:
         ll, reader = self.ml.ledger_list, self.ml.reader
-        pos = self.read_position
         lac = ll.last_confirmed
         out: list[Entry] = []
         nbytes = 0
@@ -193,9 +208,7 @@ class ManagedCursorImpl:
             pos = self._skip_acked(ll.next_valid(Position(lid, last + 1)))
             if stop:
                 break
-        self._read = pos
-        self.messages_consumed += len(out)
-        return out
+        return out, pos
 
     async def read_entries_or_wait(self, max_entries: int, max_bytes: int | None = None) -> list[Entry]:
         while True:
@@ -321,10 +334,12 @@ class ManagedCursorImpl:
     # -- moving ------------------------------------------------------------------------------------
 
     def rewind(self) -> None:
+        self._moves += 1
         self._read = self.ml.ledger_list.next_valid(self._md.next())
 
     async def seek(self, position: Position) -> None:
         self._check_open()
+        self._moves += 1
         self._read = max(position, self._md.next())
 
     async def reset_cursor(self, position: Position) -> None:
@@ -338,6 +353,7 @@ class ManagedCursorImpl:
         else:
             position = ll.next_valid(position)
         old = self._md
+        self._moves += 1
         self._md = ll.previous(position) if position <= lac else lac
         self.acked.clear()
         self.ack_sets.clear()

@@ -257,3 +257,18 @@ async def test_ledger_left_open_by_a_failed_close_is_still_fully_readable(harnes
     c = await ml.new_non_durable_cursor(Position.EARLIEST)  # type: ignore[attr-defined]
     got = await c.read_entries(10)
     assert [e.data for e in got] == [b"c%d" % i for i in range(8)], "the last entry of the open ledger too"
+
+
+async def test_reset_during_an_inflight_read_wins(harness) -> None:
+    f = await harness.new_factory(small_config(max_entries_per_ledger=100))
+    ml = await f.open("t/ns/d/reset-race")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    pos = [await ml.add_entry(b"%d" % i) for i in range(20)]
+    f.cache.clear()
+    harness.bk.faults.delay_reads(0.05)
+    reading = asyncio.ensure_future(c.read_entries(10))
+    await asyncio.sleep(0.01)
+    await c.reset_cursor(pos[3])
+    got = await reading  # re-read from the new position, not from the old one
+    assert [e.position for e in got] == pos[3:13]
+    assert c.read_position == pos[13]
