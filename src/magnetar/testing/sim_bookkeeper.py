@@ -47,7 +47,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from magnetar.bookie.api import AVAILABLE_PATH
@@ -62,94 +61,9 @@ from magnetar.metadata.memory import MemoryMetadataServer
 from magnetar.runtime import Rng
 from magnetar.testing.clock import VirtualClock, run_virtual
 from magnetar.testing.fake_bookie import FakeBookie
+from magnetar.testing.sim_bookkeeper_model import LedgerRecord, SimReport, SimSettings
 from magnetar.testing.sim_storage_bookie import StorageSimBookie
 from magnetar.testing.simnet import NetworkFaults, SimBookieClientPool, SimNetwork
-
-REPLAY_HINT = (
-    "replay with: MAGNETAR_SIM_SEED={seed} MAGNETAR_SIM_STORAGE={storage} .venv/bin/python -m pytest -q "
-    "tests/simulation/test_bk_simulation.py::test_replay_seed -s"
-)
-
-
-@dataclass(frozen=True)
-class SimSettings:
-    seed: int
-    storage: bool
-    bookies: int
-    ensemble: int
-    write_quorum: int
-    ack_quorum: int
-    entries_max: int
-    window: int
-    safety_s: float
-    max_down: int
-    crash_probability: float
-    partition_probability: float
-    fsync_slow_probability: float
-    recoveries: int
-    autorecovery: bool  # an auditor + replication worker run throughout
-    decommission: bool  # in the liveness phase one bookie dies for good; auto-recovery must repair
-
-    @classmethod
-    def draw(cls, seed: int, rng: Rng, storage: bool = False) -> SimSettings:
-        bookies = rng.randint(4, 6)
-        e = rng.randint(2, min(4, bookies - 1))
-        qw = rng.randint(2, e) if e > 2 else 2
-        qa = rng.randint(1, qw)
-        return cls(
-            seed=seed,
-            storage=storage,
-            bookies=bookies,
-            ensemble=e,
-            write_quorum=qw,
-            ack_quorum=qa,
-            entries_max=rng.randint(40, 160),
-            window=rng.choice([1, 4, 16]),
-            safety_s=rng.uniform(1.0, 4.0),
-            max_down=rng.randint(1, bookies - e),
-            crash_probability=rng.choice([0.0, 0.1, 0.3]),
-            partition_probability=rng.choice([0.0, 0.05, 0.2]),
-            fsync_slow_probability=rng.choice([0.0, 0.01, 0.05]),
-            recoveries=rng.choice([0, 1, 1, 2]),
-            autorecovery=(autorecovery := rng.chance(0.5)),
-            decommission=rng.chance(0.7) and autorecovery and qa >= 2,
-        )
-
-
-@dataclass
-class LedgerRecord:
-    ledger_id: int
-    pushed: dict[int, bytes] = field(default_factory=dict)
-    acked: set[int] = field(default_factory=set)
-    recovered_last: int | None = None
-    recovered_at: float | None = None
-    writer_closed_at: int | None = None
-
-
-@dataclass
-class SimReport:
-    settings: SimSettings
-    ledgers: list[LedgerRecord]
-    violations: list[str]
-    counters: dict[str, int]
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    def describe(self) -> str:
-        acked = sum(len(r.acked) for r in self.ledgers)
-        head = f"seed {self.settings.seed}: {self.settings}\n  ledgers={len(self.ledgers)} acked={acked} {self.counters}"
-        if self.ok:
-            return head
-        return "\n".join(
-            [
-                head,
-                *("  VIOLATION: " + v for v in self.violations),
-                "  " + REPLAY_HINT.format(seed=self.settings.seed, storage=int(self.settings.storage)),
-            ]
-        )
-
 
 RETRIABLE = (api.LedgerRecoveryError, api.NotEnoughBookiesError, api.BKTimeoutError, api.MetadataVersionError)
 
