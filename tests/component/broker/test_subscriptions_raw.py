@@ -248,3 +248,21 @@ async def test_failover_switch_waits_for_the_grace_period() -> None:
             assert [f.command.message_id.entryId for f in got] == entries[1:]
         finally:
             await c.aclose()
+
+
+async def test_exclusive_held_by_a_dead_connection_is_taken_over(raw) -> None:
+    dead = await raw()
+    await dead.subscribe(TOPIC, "ex-live", 0, 1)
+    dead.answer_pings = False  # silently dead: no FIN, no PONG
+    dead._task.cancel()
+    alive = await raw()
+    await alive.subscribe(TOPIC, "ex-live", 0, 2)  # admitted after the liveness check
+
+
+async def test_exclusive_held_by_a_live_connection_is_still_busy(raw) -> None:
+    holder = await raw()
+    await holder.subscribe(TOPIC, "ex-busy", 0, 1)
+    other = await raw()
+    other.send(commands.subscribe(TOPIC, "ex-busy", 0, 2, 77))
+    f = await other.response(T.ERROR, 77)
+    assert f.command.error == ServerError.ConsumerBusy

@@ -97,6 +97,7 @@ class Connection:
         self._out: list[bytes] = []
         self._flush_scheduled = False
         self._drain_task: asyncio.Task[None] | None = None
+        self._liveness_waiters: list[asyncio.Future[None]] = []
         transport = writer.transport
         if transport is not None:
             transport.set_write_buffer_limits(high=WRITE_HIGH_WATER_BYTES)
@@ -255,6 +256,8 @@ class Connection:
             await self._wait_for_room()
             data = await self.reader.read(READ_CHUNK_BYTES)
             self.proto.receive_data(data)
+            if data and self._liveness_waiters:
+                self._alive()
             while True:
                 # Frames already received stay in the codec's buffer until there is room.
                 await self._wait_for_room()
@@ -272,6 +275,31 @@ class Connection:
                     return
             if not data:
                 return
+
+    # ------------------------------------------------------------ liveness
+    async def check_liveness(self, timeout_s: float) -> bool:
+        """PING the client and wait for anything from it (Java's checkConnectionLiveness):
+        an Exclusive subscription held by a connection that died silently is freed at once
+        instead of after the keep-alive timeout."""
+        if self.closed:
+            return False
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._liveness_waiters.append(fut)
+        self.write(cmds.ping())
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+        except TimeoutError:
+            return False
+        finally:
+            if fut in self._liveness_waiters:
+                self._liveness_waiters.remove(fut)
+        return not self.closed
+
+    def _alive(self) -> None:
+        waiters, self._liveness_waiters = self._liveness_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
 
     async def _dispatch(self, event: CommandReceived) -> None:
         frame = event.frame

@@ -8,6 +8,11 @@ answers SUCCESS; messages flow only after the client's FLOW grants permits.
 Message ids arrive as uint64 and are read as signed (-1 = earliest,
 INT64_MAX = latest).
 
+A second consumer refused with ConsumerBusy first checks whether the holder's
+connection is alive (PING, 2 s); a silently dead one is closed and the
+newcomer admitted -- a client that reconnects after a network failure gets
+its Exclusive subscription back at once, not after the keep-alive timeout.
+
 SEEK follows Java: reset the cursor, disconnect the subscription's consumers
 with CLOSE_CONSUMER, then answer SUCCESS; the client re-subscribes and
 filters with its remembered seek id.
@@ -15,6 +20,7 @@ filters with its remembered seek id.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
@@ -29,6 +35,10 @@ from magnetar.protocol.payload import peek_metadata
 
 if TYPE_CHECKING:
     from magnetar.broker.service.connection import Connection
+
+log = logging.getLogger(__name__)
+
+LIVENESS_TIMEOUT_S = 2.0
 
 
 def _pos(mid: Any) -> Position:
@@ -82,9 +92,28 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
     )
     if cnx.closed:
         raise errors.ServiceNotReadyError("Connection closed")
-    sub.add_consumer(consumer)
+    try:
+        sub.add_consumer(consumer)
+    except errors.ConsumerBusyError:
+        # The holder may be a connection that died without a FIN: ask it, as Java does.
+        if not await _evict_dead_holders(sub) or cnx.closed:
+            raise
+        sub.add_consumer(consumer)
     cnx.consumers[cmd.consumer_id] = consumer
     cnx.write(cmds.success(cmd.request_id))
+
+
+async def _evict_dead_holders(sub: Any) -> bool:
+    """Close the connections of the subscription's consumers that do not answer a PING."""
+    evicted = False
+    for holder in sub.consumers:
+        if not await holder.cnx.check_liveness(LIVENESS_TIMEOUT_S):
+            log.info(
+                "consumer %s on %s does not answer: closing its connection", holder.consumer_name, sub.name
+            )
+            await holder.cnx.close()
+            evicted = True
+    return evicted
 
 
 def handle_flow(cnx: Connection, frame: Any) -> None:
