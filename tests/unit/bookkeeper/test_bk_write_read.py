@@ -198,3 +198,25 @@ async def test_metadata_store_failures_surface_as_bk_errors() -> None:
     with pytest.raises(api.BKMetadataError) as info:
         await bk.create_ledger(3, 2, 2)
     assert info.value.retriable
+
+
+@virtual_time
+async def test_a_tailing_reader_follows_ensemble_changes_and_the_close() -> None:
+    env = await make_env(5)
+    wh = await env.bk.create_ledger(3, 2, 2)
+    for i in range(5):
+        await wh.add_entry(b"a%d" % i)
+    reader = await env.client().open_ledger(wh.ledger_id, recovery=False)
+    assert reader.last_add_confirmed == 3
+    env.pool[wh.metadata.ensembles[0][1][0]].crash()
+    for i in range(5, 20):
+        await wh.add_entry(b"a%d" % i)
+    assert len(wh.metadata.ensembles) == 2
+    assert await reader.read_last_add_confirmed() == 18
+    # entries after the ensemble change are found although the reader opened before it
+    assert [e.data for e in await reader.read(0, 18)] == [b"a%d" % i for i in range(19)]
+    await wh.close()
+    # the final LAC never reaches the bookies; the reader learns it from the metadata
+    assert await reader.read_last_add_confirmed() == 19
+    assert reader.metadata.is_closed
+    assert (await reader.read(19, 19))[0].data == b"a19"
