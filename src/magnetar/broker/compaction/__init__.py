@@ -55,10 +55,13 @@ cursor as usual.  Non-compacted subscriptions never see the compacted ledger.
 Topic deletion: ``await compactor.delete_compaction_state(ml)`` before ``ml.delete()`` deletes
 the compacted ledger (the ``__compaction`` cursor goes with the managed ledger).
 
-Batches: with ``CompactorConfig.batch_mode = BatchMode.MARK_COMPACTED_OUT`` (default, Pulsar's
-way) dropped messages stay in their batch with ``compacted_out=true`` and an empty payload, so
-batch indexes are unchanged; ``BatchMode.DROP`` removes them (for a client that does not skip
-compacted-out records).
+Batches: ``CompactorConfig.batch_mode`` decides what happens to the messages of a batch that
+compaction drops.  ``BatchMode.DROP`` (the default) removes them from the re-encoded batch, so
+the surviving messages get new batch indexes.  ``BatchMode.MARK_COMPACTED_OUT`` is Pulsar's way:
+they stay with ``compacted_out=true`` and an empty payload, and batch indexes do not change.  It
+is not the default because the official C++-based client (pulsar-client 3.13) does not skip such
+records: it delivers them as empty messages, which a TableView takes as deletes
+(tests/unit/compaction/test_compacted_view_official_client.py shows it).
 """
 
 from magnetar.broker.compaction.compacted_view import CompactedTopicReader

@@ -74,7 +74,10 @@ class CompactorConfig:
     max_pending_adds: int = 100
     max_keys: int = 5_000_000
     retain_null_key: bool = False  # Pulsar's topicCompactionRetainNullKey
-    batch_mode: BatchMode = BatchMode.MARK_COMPACTED_OUT
+    # DROP by default: the official C++-based client (pulsar-client 3.13) does not skip records
+    # marked compacted_out, it delivers them as empty messages (tests/unit/compaction/
+    # test_compacted_view_official_client.py shows it); Pulsar's own way is MARK_COMPACTED_OUT.
+    batch_mode: BatchMode = BatchMode.DROP
     # The compacted ledger's replication (Pulsar uses the managed ledger's settings).
     ensemble_size: int = 1
     write_quorum: int = 1

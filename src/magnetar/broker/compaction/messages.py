@@ -18,7 +18,8 @@ user data (server markers) or that cannot be parsed yield records without a key.
   ``BatchMode.MARK_COMPACTED_OUT`` (Pulsar's way) every record stays and the
   dropped ones get ``compacted_out=true`` and an empty payload, so batch
   indexes -- and thus message ids and ack sets -- are unchanged; with
-  ``BatchMode.DROP`` the dropped records are removed.  The payload is
+  ``BatchMode.DROP`` (the compactor's default, because the official C++ client
+  delivers compacted-out records as empty messages) they are removed.  The payload is
   compressed again with the batch's codec and the metadata's
   ``num_messages_in_batch`` / ``uncompressed_size`` updated; the new
   headers-and-payload has a fresh CRC32-C, and a leading broker-entry-metadata
