@@ -37,3 +37,22 @@ def test_process_fixture_restarts_with_its_data(standalone_process):  # noqa: F8
     standalone_process.restart()  # same ports
     with urllib.request.urlopen(url, timeout=10) as r:
         assert json.loads(r.read()) == {"partitions": 4}
+
+
+async def test_health_check_round_trip_and_refusal(inprocess_standalone):  # noqa: F811
+    import pytest
+
+    from magnetar.app.healthcheck import HealthCheckError, check_broker_health
+    from magnetar.runtime import RealClock, Rng
+
+    sa = inprocess_standalone
+    topic = "persistent://pulsar/system/healthcheck-test"
+    await check_broker_health("127.0.0.1", sa.broker_port, topic, clock=RealClock(), rng=Rng(1))
+    await check_broker_health("127.0.0.1", sa.broker_port, topic, clock=RealClock(), rng=Rng(2))  # again
+    with pytest.raises(HealthCheckError, match="namespace|Namespace|failed"):
+        await check_broker_health(
+            "127.0.0.1", sa.broker_port, "persistent://nobody/nowhere/h", clock=RealClock(), rng=Rng(3)
+        )
+    # nothing listens on the web port's binary protocol: a clear error, not a hang
+    with pytest.raises(HealthCheckError):
+        await check_broker_health("127.0.0.1", sa.web_port, topic, clock=RealClock(), rng=Rng(4), timeout_s=3)

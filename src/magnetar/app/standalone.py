@@ -37,6 +37,7 @@ from typing import Any
 import uvicorn
 
 from magnetar.app.config import StandaloneConfig
+from magnetar.app.healthcheck import make_health_check
 from magnetar.app.storage import StorageStack, open_standalone_storage
 from magnetar.runtime import Clock, RealClock, Rng
 from magnetar.web.app import create_app
@@ -169,7 +170,14 @@ class Standalone:
         return props
 
     async def _start_http(self, svc: Any) -> None:
-        app = create_app(svc)
+        # The health check is a client of our own binary port: connect where we listen.
+        host = "127.0.0.1" if self.config.bind_address in ("0.0.0.0", "") else self.config.bind_address
+        host = "::1" if host == "::" else host
+        topic = f"persistent://pulsar/system/healthcheck-{self.advertised_address}-{self.broker_port}"
+        check = make_health_check(
+            host, self.broker_port, topic, clock=self.clock, rng=self.rng.fork("health")
+        )
+        app = create_app(svc, health_check=check)
         uv_config = uvicorn.Config(
             app,
             log_level="warning",

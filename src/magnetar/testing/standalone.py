@@ -187,6 +187,11 @@ class StandaloneProcess:
         self._drain.start()
         if not done.wait(timeout_s) or not found:
             exited = self.proc.poll()
+            if exited is None and done.is_set():  # stdout ended: the child is exiting, let it finish
+                try:
+                    exited = self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    exited = None
             self.kill()
             what = (
                 f"exited with code {exited} before its ready line"

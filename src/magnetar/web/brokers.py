@@ -1,11 +1,13 @@
 """Broker resources: ``/admin/v2/brokers/...`` (health, readiness, version).
 
 Theory of operation: Pulsar's health check writes a message to a health-check
-topic and reads it back.  Until the admin issue brings the full check, ours
-exercises the path every client request takes first -- a topic lookup in the
-``pulsar/system`` namespace, which reads namespace metadata from the store and
-needs the service to be serving -- bounded by ``HEALTH_TIMEOUT_S``.  Success is
-200 with the text ``ok``; failure or timeout a 500 with a reason.  ``/ready``
+topic and reads it back.  The composition root passes such a check to
+``create_app`` (``health_check``: an async callable raising on failure;
+``magnetar.app.healthcheck`` does the produce/read round trip over the binary
+port).  Without one -- an app over a bare service, as in unit tests -- the
+check falls back to a topic lookup in ``pulsar/system`` (metadata readable,
+service serving).  Either way it is bounded by ``HEALTH_TIMEOUT_S``; success is
+200 with the text ``ok``, failure or timeout a 500 with the reason.  ``/ready``
 answers as soon as the app is mounted (it is mounted only after the broker
 service has started), like Pulsar's.
 """
@@ -28,12 +30,21 @@ HEALTH_TOPIC = "persistent://pulsar/system/healthcheck"
 
 @router.get("/admin/v2/brokers/health", response_class=PlainTextResponse)
 async def health(request: Request, topicVersion: str | None = None) -> str:  # noqa: N803
-    svc = request.app.state.broker_service
+    check = request.app.state.health_check
     try:
-        async with asyncio.timeout(HEALTH_TIMEOUT_S):
-            await svc.lookup(HEALTH_TOPIC)
+        async with asyncio.timeout(HEALTH_TIMEOUT_S + 1):
+            if check is not None:
+                await check()
+            else:
+                await request.app.state.broker_service.lookup(HEALTH_TOPIC)
     except TimeoutError:
         raise WebError(500, f"health check timed out after {HEALTH_TIMEOUT_S:g} s") from None
+    except WebError:
+        raise
+    except Exception as exc:  # the check's own error type belongs to the composition root
+        if getattr(exc, "http_status", None):
+            raise
+        raise WebError(500, f"health check failed: {exc}") from None
     return "ok"
 
 

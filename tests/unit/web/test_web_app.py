@@ -162,3 +162,19 @@ async def test_real_broker_errors_become_reason_json_with_their_status():
         assert r.json() == {"reason": "Namespace public/nope does not exist"}
         r = await http.put("/admin/v2/persistent/public/default/t/partitions", content=b"2")
         assert r.status_code == 409 and r.json()["reason"] == "Partitioned topic already exist"
+
+
+async def test_health_uses_the_injected_check_and_reports_its_failure():
+    calls = []
+
+    async def failing() -> None:
+        calls.append(1)
+        raise RuntimeError("no round trip through the health topic")
+
+    app = create_app(FakeService(), health_check=failing)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        r = await http.get("/admin/v2/brokers/health")
+    assert calls == [1]
+    assert r.status_code == 500
+    assert r.json() == {"reason": "health check failed: no round trip through the health topic"}
