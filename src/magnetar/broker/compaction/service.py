@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from magnetar.broker.compaction.compactor import COMPACTION_SUBSCRIPTION, CompactionResult, Compactor
 from magnetar.broker.compaction.errors import (
     CompactionAlreadyRunning,
-    CompactionError,
     CompactionServiceClosed,
 )
 from magnetar.managed_ledger.api import ManagedLedger
@@ -164,7 +163,7 @@ class CompactionService:
             self._set(state, CompactionStatus.ERROR, "compaction cancelled")
             raise
         except Exception as e:  # every failure is reported through status(), then re-raised
-            message = e.message if isinstance(e, CompactionError) else f"{type(e).__name__}: {e}"
+            message = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
             self._set(state, CompactionStatus.ERROR, message)
             log.warning("compaction of %s failed: %s", topic, message)
             raise
