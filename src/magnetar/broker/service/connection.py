@@ -98,6 +98,7 @@ class Connection:
         self._flush_scheduled = False
         self._drain_task: asyncio.Task[None] | None = None
         self._liveness_waiters: list[asyncio.Future[None]] = []
+        self._in_handler = False
         transport = writer.transport
         if transport is not None:
             transport.set_write_buffer_limits(high=WRITE_HIGH_WATER_BYTES)
@@ -283,6 +284,8 @@ class Connection:
         instead of after the keep-alive timeout."""
         if self.closed:
             return False
+        if self._in_handler or not self._resume_reading.is_set():
+            return True  # it sent us a command just now; we are not reading its answer yet
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._liveness_waiters.append(fut)
         self.write(cmds.ping())
@@ -310,6 +313,7 @@ class Connection:
         if handlers.is_sync(frame.type):
             handler(self, frame)
             return
+        self._in_handler = True
         try:
             await asyncio.wait_for(handler(self, frame), HANDLER_TIMEOUT_S)
         except asyncio.CancelledError:
@@ -325,6 +329,8 @@ class Connection:
             answer = handlers.error_answer(frame, err)
             if answer is not None:
                 self.write(answer)
+        finally:
+            self._in_handler = False
 
     async def _keepalive_loop(self) -> None:
         clock = self.service.clock

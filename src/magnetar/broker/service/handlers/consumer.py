@@ -96,17 +96,23 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
         sub.add_consumer(consumer)
     except errors.ConsumerBusyError:
         # The holder may be a connection that died without a FIN: ask it, as Java does.
-        if not await _evict_dead_holders(sub) or cnx.closed:
+        if not await _evict_dead_holders(sub, cnx) or cnx.closed:
             raise
         sub.add_consumer(consumer)
     cnx.consumers[cmd.consumer_id] = consumer
     cnx.write(cmds.success(cmd.request_id))
 
 
-async def _evict_dead_holders(sub: Any) -> bool:
-    """Close the connections of the subscription's consumers that do not answer a PING."""
+async def _evict_dead_holders(sub: Any, asking: Connection) -> bool:
+    """Close the connections of the subscription's consumers that do not answer a PING.
+
+    The asking connection is alive by definition (and could not read a PONG while its
+    handler waits), so its own consumers are never checked.
+    """
     evicted = False
     for holder in sub.consumers:
+        if holder.cnx is asking:
+            continue
         if not await holder.cnx.check_liveness(LIVENESS_TIMEOUT_S):
             log.info(
                 "consumer %s on %s does not answer: closing its connection", holder.consumer_name, sub.name
