@@ -79,16 +79,21 @@ class ManagedLedgerFactoryImpl:
             return await asyncio.shield(pending)
         fut: asyncio.Future[ManagedLedgerImpl] = asyncio.get_running_loop().create_future()
         self._opening[name] = fut
+        ml = ManagedLedgerImpl(name, config or self.default_config, self.ctx)
         try:
-            ml = ManagedLedgerImpl(name, config or self.default_config, self.ctx)
-            ml.on_closed = self._forget
             await ml.initialize()
         except BaseException as e:
             fut.set_exception(e)
             fut.exception()  # mark retrieved
+            if ml.state is not MLState.NONE:  # got as far as a new ledger: release it
+                try:
+                    await ml.close()
+                except ManagedLedgerError:
+                    pass
             raise
         finally:
             self._opening.pop(name, None)
+        ml.on_closed = self._forget
         self._ledgers[name] = ml
         fut.set_result(ml)
         if self._checker is None and self._check_interval_s > 0:

@@ -272,3 +272,43 @@ async def test_reset_during_an_inflight_read_wins(harness) -> None:
     got = await reading  # re-read from the new position, not from the old one
     assert [e.position for e in got] == pos[3:13]
     assert c.read_position == pos[13]
+
+
+async def test_failed_open_releases_what_it_opened(harness) -> None:
+    f = await harness.new_factory()
+    ml = await f.open("t/ns/d/open-fail")
+    c = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    await ml.add_entry(b"x")
+    p = await ml.add_entry(b"y")
+    await c.delete([p])  # the cursor now has a cursor ledger
+    await f.aclose()
+    f2 = await harness.new_factory()
+    # Recovering the last ledger fails: the open fails with a typed error...
+    harness.bk.faults.fail_open(1)
+    with pytest.raises(ManagedLedgerStorageError):
+        await f2.open("t/ns/d/open-fail")
+    assert f2.get_if_open("t/ns/d/open-fail") is None
+    # ...so does recovering the cursor (after a new ledger was created: it is released)...
+    opens = {"n": 0}
+    real_open = harness.bk.open_ledger
+
+    async def open_failing_second(ledger_id, **kw):  # noqa: ANN001, ANN202
+        opens["n"] += 1
+        if opens["n"] == 2:
+            from magnetar.bookkeeper.api import NotEnoughBookiesError
+
+            raise NotEnoughBookiesError("scripted: cursor ledger unavailable")
+        return await real_open(ledger_id, **kw)
+
+    harness.bk.open_ledger = open_failing_second
+    with pytest.raises(ManagedLedgerStorageError):
+        await f2.open("t/ns/d/open-fail")
+    harness.bk.open_ledger = real_open
+    still_open = [
+        lid for lid in harness.bk.ledger_ids() if not (await harness.bk.get_ledger_metadata(lid)).is_closed
+    ]
+    assert still_open == [], "the ledger the failed open created was closed again"
+    # ...and a retry succeeds with everything intact.
+    ml2 = await f2.open("t/ns/d/open-fail")
+    assert await _read_all(ml2) == [b"x", b"y"]
+    assert ml2.cursors["s"].is_acknowledged(p)
