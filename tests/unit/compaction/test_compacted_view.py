@@ -105,3 +105,45 @@ async def test_writes_during_compaction_stay_live(harness):
     compacted = [row for row in view if row[0] <= end_at_start]
     assert len(compacted) == 10
     assert [row[0] for row in view if row[0] > end_at_start] == written
+
+
+class _LazyDeleteBookKeeper:
+    """Deleted ledgers stay readable (as on a bookie before its GC runs)."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001
+        self._inner = inner
+        self.deleted: list[int] = []
+
+    def __getattr__(self, name):  # noqa: ANN001, ANN204
+        return getattr(self._inner, name)
+
+    async def delete_ledger(self, ledger_id: int) -> None:
+        self.deleted.append(ledger_id)
+
+
+async def test_reader_between_reads_moves_to_a_newer_compacted_ledger_when_retention_trimmed_the_gap(harness):
+    config = ManagedLedgerConfig(
+        max_entries_per_ledger=20, min_ledger_rollover_time_ms=0, retention_time_ms=0, retention_size_bytes=0
+    )
+    ml = await (await harness.new_factory(config)).open("public/default/persistent/gap")
+    lazy = _LazyDeleteBookKeeper(harness.bk)
+    for r in range(2):
+        for i in range(100):
+            await ml.add_entry(single(f"k{i:03d}", b"%d-%d" % (r, i), r * 100 + i))
+    await Compactor(lazy, harness.clock).compact(ml)
+    cursor = await ml.new_non_durable_cursor(Position.EARLIEST)  # a reader: holds no data back
+    reader = CompactedTopicReader(ml, cursor, harness.bk, start=Position.EARLIEST)
+    first = await reader.read_entries(30)
+    for i in range(50):  # newer values, then a compaction that lets retention drop them
+        await ml.add_entry(single(f"k{i:03d}", b"new-%d" % i, 1000 + i))
+    await ml.add_entry(single("tail", b"t", 2000))
+    await Compactor(lazy, harness.clock).compact(ml)
+    await ml.trim_consumed_ledgers()
+    assert lazy.deleted, "the old compacted ledger is still readable through the reader's handle"
+    rest = await read_view(reader)
+    seen = {k: v for e in first for k, v, _ in decode_messages(e.data)}
+    seen.update({k: v for _p, k, v, _n in rest})
+    assert all(seen[f"k{i:03d}"] == b"new-%d" % i for i in range(50)), "updates in the trimmed gap not lost"
+    assert all(seen[f"k{i:03d}"] == b"1-%d" % i for i in range(50, 100))
+    assert seen["tail"] == b"t"
+    await reader.close()

@@ -52,7 +52,7 @@ from magnetar.broker.compaction.errors import CompactionError
 from magnetar.broker.compaction.framing import decode_compacted_entry, decode_position
 from magnetar.managed_ledger.api import Entry, ManagedCursor, ManagedLedger, Position
 
-_RETRIES = 1
+_ATTEMPTS = 3  # a compacted ledger replaced under a read is searched again, this often
 
 
 class CompactedTopicReader:
@@ -104,8 +104,9 @@ class CompactedTopicReader:
 
     async def read_entries(self, max_entries: int, max_bytes: int | None = None) -> list[Entry]:
         """Up to ``max_entries`` entries of the compacted view from ``next_position``; [] when
-        caught up with the live topic."""
-        for attempt in range(_RETRIES + 1):
+        caught up with the live topic (or, rarely, when compactions kept replacing the ledger
+        under this read: call again)."""
+        for _attempt in range(_ATTEMPTS):
             horizon = self.horizon
             if horizon is None or self.next_position > horizon.position:
                 return await self._read_live(max_entries, max_bytes)
@@ -113,13 +114,15 @@ class CompactedTopicReader:
                 entries = await self._read_compacted(horizon, max_entries, max_bytes)
             except (NoSuchLedgerError, LedgerClosedError, NoSuchEntryError):
                 await self._drop_handle()
-                if attempt == _RETRIES or self.horizon == horizon:
+                if self.horizon == horizon:
                     raise CompactionError(f"compacted ledger {horizon.ledger_id} vanished") from None
-                continue
+                continue  # a newer compaction replaced it: search the new one
             except BKError as e:
                 raise CompactionError(f"reading compacted ledger {horizon.ledger_id}: {e!r}") from e
             if entries:
                 return entries
+            if self.horizon != horizon:
+                continue  # replaced while we read: the live range up to the new horizon may be trimmed
             # The compacted ledger holds nothing at or after next_position: go live.
             self.next_position = horizon.position.next()
             await self._cursor.seek(self.next_position)
@@ -128,9 +131,13 @@ class CompactedTopicReader:
 
     async def read_entries_or_wait(self, max_entries: int, max_bytes: int | None = None) -> list[Entry]:
         """Like read_entries but waits for new live entries when caught up (cancel to stop)."""
-        entries = await self.read_entries(max_entries, max_bytes)
-        if entries:
-            return entries
+        for _attempt in range(_ATTEMPTS):
+            entries = await self.read_entries(max_entries, max_bytes)
+            if entries:
+                return entries
+            horizon = self.horizon
+            if horizon is None or self.next_position > horizon.position:
+                break  # caught up with the live topic: wait there
         entries = await self._cursor.read_entries_or_wait(max_entries, max_bytes)
         self._advance_live(entries)
         return entries
@@ -169,8 +176,9 @@ class CompactedTopicReader:
                     break
             if max_bytes is not None and nbytes >= max_bytes:
                 break
-        if first > last and out:
-            # Everything compacted is delivered; the next read goes live.
+        if first > last and out and self.horizon == horizon:
+            # Everything compacted is delivered (and no newer compaction replaced it meanwhile,
+            # whose ledger would hold what retention may have trimmed): the next read goes live.
             self.next_position = max(self.next_position, horizon.position.next())
             await self._cursor.seek(self.next_position)
         return out
