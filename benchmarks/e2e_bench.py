@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import struct
 import subprocess
 import sys
@@ -177,8 +178,19 @@ def fmt(results: dict[str, object]) -> list[str]:
         f"{results['publish_batched_msg_s']:>12,.0f}",
         f"{results['publish_unbatched_msg_s']:>12,.0f}",
         f"{results['consume_backlog_msg_s']:>12,.0f}",
-        f"{lat['p50']:>8.2f} / {lat['p99']:>7.2f} / {lat['p99.9']:>7.2f}  ({lat['received']}/{lat['expected']})",
+        f"{lat['p50']:>8.2f} / {lat['p99']:>7.2f} / {lat['p99.9']:>7.2f}  ({lat['received']:.0f}/{lat['expected']:.0f})",
     ]
+
+
+def median_of(runs: list[dict[str, object]]) -> dict[str, object]:
+    """Figure by figure, the median over repeated runs (a shared machine is noisy)."""
+    out: dict[str, object] = {}
+    for key, first in runs[0].items():
+        if isinstance(first, dict):
+            out[key] = median_of([r[key] for r in runs])  # type: ignore[misc]
+        else:
+            out[key] = statistics.median(float(r[key]) for r in runs)  # type: ignore[arg-type]
+    return out
 
 
 def run_standalone(args: argparse.Namespace) -> tuple[dict[str, object], str]:
@@ -193,7 +205,9 @@ def run_standalone(args: argparse.Namespace) -> tuple[dict[str, object], str]:
             time.sleep(IDLE_CPU_WINDOW_S)
             c1 = ps.cpu_times()
             idle_cpu_pct = ((c1.user - c0.user) + (c1.system - c0.system)) / IDLE_CPU_WINDOW_S * 100
-            real = run_suite(sa.broker_url, args.messages, args.latency_seconds)
+            real = median_of(
+                [run_suite(sa.broker_url, args.messages, args.latency_seconds) for _ in range(args.repeat)]
+            )
             busy_rss_mb = psutil.Process(sa.pid).memory_info().rss / (1024 * 1024)
         finally:
             code = sa.terminate()
@@ -215,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency-seconds", type=float, default=5.0, help="length of the 5,000 msg/s latency run")
     p.add_argument("--skip-null", action="store_true", help="do not run the null broker comparison")
     p.add_argument("--null-only", action="store_true", help="only the null broker (checks the harness)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per broker; each figure is the median")
     args = p.parse_args(argv)
 
     real = None
@@ -224,13 +239,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_null:
         proc, url = start_null_broker()
         try:
-            null = run_suite(url, args.messages, args.latency_seconds)
+            null = median_of(
+                [run_suite(url, args.messages, args.latency_seconds) for _ in range(args.repeat)]
+            )
         finally:
             proc.terminate()
             proc.wait(10)
 
     print(
-        f"{SIZE_BYTES} B messages, {args.messages} batched, latency run {args.latency_seconds:g} s at 5,000 msg/s"
+        f"{SIZE_BYTES} B messages, {args.messages} batched, latency run {args.latency_seconds:g} s at 5,000 msg/s; "
+        f"median of {args.repeat} run(s) per broker"
     )
     if real is not None:
         print(startup_line)
