@@ -147,3 +147,64 @@ async def test_reader_between_reads_moves_to_a_newer_compacted_ledger_when_reten
     assert all(seen[f"k{i:03d}"] == b"1-%d" % i for i in range(50, 100))
     assert seen["tail"] == b"t"
     await reader.close()
+
+
+class _HookedBookKeeper:
+    """Runs ``hook`` once, inside the first compacted-ledger read after ``arm()``."""
+
+    def __init__(self, inner, hook) -> None:  # noqa: ANN001
+        self._inner, self._hook, self.armed = inner, hook, False
+
+    def __getattr__(self, name):  # noqa: ANN001, ANN204
+        return getattr(self._inner, name)
+
+    async def open_ledger(self, ledger_id: int, **kwargs):  # noqa: ANN003, ANN201
+        handle = await self._inner.open_ledger(ledger_id, **kwargs)
+        outer = self
+
+        class _Handle:
+            def __getattr__(self, name):  # noqa: ANN001, ANN204
+                return getattr(handle, name)
+
+            async def read(self, first: int, last: int):  # noqa: ANN202
+                entries = await handle.read(first, last)
+                if outer.armed:
+                    outer.armed = False
+                    await outer._hook()
+                return entries
+
+        return _Handle()
+
+
+async def test_compaction_finishing_inside_a_read_does_not_skip_the_trimmed_gap(harness):
+    """The reader is at the old horizon, past the old compacted ledger's last entry (the last
+    message before it was a delete); a compaction + trim lands during its binary search.  It must
+    search the new compacted ledger, not read live from old horizon + 1 (trimmed by now)."""
+    config = ManagedLedgerConfig(
+        max_entries_per_ledger=20, min_ledger_rollover_time_ms=0, retention_time_ms=0, retention_size_bytes=0
+    )
+    ml = await (await harness.new_factory(config)).open("public/default/persistent/race")
+    lazy = _LazyDeleteBookKeeper(harness.bk)
+    for i in range(100):
+        await ml.add_entry(single(f"k{i:03d}", b"old-%d" % i, i))
+    await ml.add_entry(single("gone", b"", 100))  # the horizon's message is a delete
+    await Compactor(lazy, harness.clock).compact(ml)
+    h1 = read_horizon(ml).position
+    for i in range(50):
+        await ml.add_entry(single(f"k{i:03d}", b"new-%d" % i, 1000 + i))
+    await ml.add_entry(single("tail", b"t", 2000))
+
+    async def compact_and_trim() -> None:
+        await Compactor(lazy, harness.clock).compact(ml)
+        await ml.add_entry(single("after", b"a", 3000))
+        await ml.trim_consumed_ledgers()
+
+    cursor = await ml.new_non_durable_cursor(Position.EARLIEST)
+    hooked = _HookedBookKeeper(harness.bk, compact_and_trim)
+    reader = CompactedTopicReader(ml, cursor, hooked, start=Position.EARLIEST)
+    await reader.seek(h1)
+    hooked.armed = True
+    seen = {k: v for _p, k, v, _n in await read_view(reader)}
+    assert read_horizon(ml).position > h1, "the hook compacted"
+    assert seen == {**{f"k{i:03d}": b"new-%d" % i for i in range(50)}, "tail": b"t", "after": b"a"}
+    await reader.close()
