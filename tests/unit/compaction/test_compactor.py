@@ -194,3 +194,48 @@ async def test_storage_shrinks_after_trimming_behind_the_compaction_cursor(harne
     assert size_after < size_before / 10, (size_before, size_after)
     # Everything trimmed is still served from the compacted ledger.
     assert_latest_per_key(await read_view(await open_view(ml, harness.bk)), w.model)
+
+
+async def test_all_keys_deleted_gives_an_empty_compacted_ledger(harness):
+    ml = await (await harness.new_factory(CONFIG)).open(NAME)
+    for i in range(30):
+        await ml.add_entry(single(f"k{i % 3}", b"v%d" % i, i))
+    for k in range(3):
+        await ml.add_entry(single(f"k{k}", b"", 100 + k))
+    result = await Compactor(harness.bk, harness.clock).compact(ml)
+    assert result.entries_written == 0 and result.keys == 0
+    reader = await open_view(ml, harness.bk)
+    assert await read_view(reader) == []
+    await ml.add_entry(single("k0", b"back", 200))
+    assert [(k, v) for _p, k, v, _n in await read_view(reader)] == [("k0", b"back")]
+
+
+async def test_keyless_messages_dropped_unless_retained(harness):
+    ml = await (await harness.new_factory(CONFIG)).open(NAME)
+    await ml.add_entry(single(None, b"no-key-1", 1))
+    await ml.add_entry(single("k", b"v", 2))
+    await ml.add_entry(single(None, b"no-key-2", 3))
+    await Compactor(harness.bk, harness.clock).compact(ml)
+    assert [(k, v) for _p, k, v, _n in await read_view(await open_view(ml, harness.bk, "a"))] == [("k", b"v")]
+    ml2 = await (await harness.new_factory(CONFIG)).open(NAME + "-2")
+    for data in (single(None, b"no-key-1", 1), single("k", b"v", 2)):
+        await ml2.add_entry(data)
+    await Compactor(harness.bk, harness.clock, CompactorConfig(retain_null_key=True)).compact(ml2)
+    view = [(k, v) for _p, k, v, _n in await read_view(await open_view(ml2, harness.bk, "b"))]
+    assert view == [(None, b"no-key-1"), ("k", b"v")]
+
+
+async def test_too_many_keys_fails_cleanly_and_topic_deletion_drops_the_compacted_ledger(harness):
+    ml = await (await harness.new_factory(CONFIG)).open(NAME)
+    for i in range(20):
+        await ml.add_entry(single(f"k{i}", b"v", i))
+    first = await Compactor(harness.bk, harness.clock).compact(ml)
+    for i in range(20, 40):
+        await ml.add_entry(single(f"k{i}", b"v", i))
+    ledgers = set(harness.bk.ledger_ids())
+    with pytest.raises(CompactionError, match="more than 25 keys"):
+        await Compactor(harness.bk, harness.clock, CompactorConfig(max_keys=25)).compact(ml)
+    assert read_horizon(ml) == first.horizon and set(harness.bk.ledger_ids()) == ledgers
+    compactor = Compactor(harness.bk, harness.clock)
+    assert await compactor.delete_compaction_state(ml) == [first.horizon.ledger_id]
+    assert first.horizon.ledger_id not in harness.bk.ledger_ids()
