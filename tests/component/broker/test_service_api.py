@@ -136,3 +136,30 @@ async def test_rates_are_sampled() -> None:
             assert stats["subscriptions"]["s"]["msgRateOut"] > 0
         finally:
             await c.aclose()
+
+
+async def test_idle_topics_are_unloaded_but_keep_their_data() -> None:
+    async with running_broker(brokerDeleteInactiveTopicsFrequencySeconds=1) as b:
+        t = "persistent://public/default/idle"
+        c = await RawClient.connect(b.port)
+        try:
+            await c.create_producer(t, 1)
+            c.send_message(1, 0, b"kept")
+            await c.expect(T.SEND_RECEIPT)
+            rid = c.rid()
+            c.send(commands.close_producer(1, rid))
+            await c.response(T.SUCCESS, rid)
+            busy = "persistent://public/default/busy"
+            await c.subscribe(busy, "s", 0, 2)
+            for _ in range(60):
+                if b.service.topics.get_loaded(t) is None:
+                    break
+                await asyncio.sleep(0.1)
+            assert b.service.topics.get_loaded(t) is None
+            assert b.service.topics.get_loaded(busy) is not None  # a consumer keeps it loaded
+            await c.subscribe(t, "late", 0, 3, initial_position=1)
+            c.send(commands.flow(3, 10))
+            f = await c.expect(T.MESSAGE)
+            assert f.headers_and_payload.endswith(b"kept")
+        finally:
+            await c.aclose()

@@ -99,7 +99,23 @@ class BrokerService(TopicAdmin):
         if self._producer_name_prefix is None:
             self._producer_name_prefix = await self._allocate_name_prefix()
         self.supervisor.spawn(self._sample_rates(), name="stats-sampler")
+        if self.config.broker_delete_inactive_topics_enabled:
+            self.supervisor.spawn(self._unload_idle_topics(), name="idle-topics")
         self._started = True
+
+    async def _unload_idle_topics(self) -> None:
+        """Unload topics nobody used for a whole check interval (memory stays bounded).
+
+        Pulsar *deletes* such topics when they have no subscriptions; we only unload them
+        (ledger closed, data kept): nothing acknowledged to a producer is ever dropped.
+        """
+        interval_s = max(1, self.config.broker_delete_inactive_topics_frequency_seconds)
+        while True:
+            await self.clock.sleep(interval_s)
+            now_ms = self.clock.time_ms()
+            for topic in self.topics.loaded():
+                if topic.active and topic.idle_since_ms(now_ms) >= interval_s * 1000:
+                    await self.topics.unload(topic.ref)
 
     async def _sample_rates(self) -> None:
         interval_s = max(1, self.config.stats_update_frequency_in_secs)

@@ -108,6 +108,7 @@ class PersistentTopic:
         self.bytes_in_counter = 0
         self.created_ms = clock.time_ms()
         self.last_publish_ms = 0
+        self._last_active_ms = self.created_ms
         self._last_entry: tuple[Position, int, bool] | None = None
 
     def _set_state(self, new: TopicState) -> None:
@@ -286,6 +287,13 @@ class PersistentTopic:
                 await self.ml.close()
         finally:
             self._set_state(TopicState.DELETED if delete else TopicState.CLOSED)
+
+    def idle_since_ms(self, now_ms: int) -> int:
+        """How long nothing was attached and nothing published (0 while in use)."""
+        if self.has_clients:
+            self._last_active_ms = now_ms
+            return 0
+        return now_ms - max(self._last_active_ms, self.last_publish_ms)
 
     @property
     def has_clients(self) -> bool:
