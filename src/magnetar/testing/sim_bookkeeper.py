@@ -49,7 +49,7 @@ import inspect
 from collections import deque
 from typing import Any
 
-from magnetar.bookie.api import AVAILABLE_PATH
+from magnetar.bookie.api import AVAILABLE_PATH, READONLY_PATH
 from magnetar.bookie.entry_format import decode_entry
 from magnetar.bookkeeper import api
 from magnetar.bookkeeper.autorecovery import AutoRecovery
@@ -57,6 +57,7 @@ from magnetar.bookkeeper.client import BookKeeperClient
 from magnetar.bookkeeper.config import ClientConfig
 from magnetar.bookkeeper.metadata import LedgerMetadataStore
 from magnetar.bookkeeper.underreplication import UnderReplicationManager
+from magnetar.metadata.api import NotFound
 from magnetar.metadata.memory import MemoryMetadataServer
 from magnetar.runtime import Rng
 from magnetar.testing.clock import VirtualClock, run_virtual
@@ -89,6 +90,7 @@ class Simulation:
             open_ledger_rereplication_grace_ms=1_000,
         )
         self.ledgers: dict[int, LedgerRecord] = {}
+        self._registered: dict[str, str | None] = {}
         self.extra_counters: dict[str, int] = {}
         self.violations: list[str] = []
         self.current: int | None = None
@@ -102,10 +104,15 @@ class Simulation:
             )
 
         self.bookie_ids = [f"bookie-{i}:3181" for i in range(self.settings.bookies)]
-        for bid in self.bookie_ids:
+        small = self.settings.small_disk_bytes
+        for i, bid in enumerate(self.bookie_ids):
             if storage:
                 node: Any = StorageSimBookie(
-                    bid, self.clock, self.rng.fork(f"power-{bid}"), device_delay_s=fsync_delay
+                    bid,
+                    self.clock,
+                    self.rng.fork(f"power-{bid}"),
+                    device_delay_s=fsync_delay,
+                    capacity_bytes=small if small and i == 0 else 1 << 40,
                 )
             else:
                 node = FakeBookie(bid, self.clock, journal_delay_s=fsync_delay)
@@ -264,12 +271,11 @@ class Simulation:
     async def faults(self) -> None:
         s = self.settings
         r = self.rng.fork("faults")
-        registrar = self.server.session()
+        self.registrar = self.server.session()
         down: dict[str, float] = {}
         cut: dict[str, float] = {}
         for bid in self.bookie_ids:
-            await registrar.put(f"{AVAILABLE_PATH}/{bid}", b"", ephemeral=True)
-        self.registrar = registrar
+            await self.register(bid)
         deadline = self.clock.monotonic() + s.safety_s
         while self.clock.monotonic() < deadline:
             await self.clock.sleep(r.uniform(0.02, 0.2))
@@ -277,7 +283,6 @@ class Simulation:
             for bid in [b for b, until in down.items() if until <= now]:
                 del down[bid]
                 await _maybe_await(self.net.bookies[bid].restart())
-                await registrar.put(f"{AVAILABLE_PATH}/{bid}", b"", ephemeral=True)
             for bid in [b for b, until in cut.items() if until <= now]:
                 del cut[bid]
                 self.net.heal("writer", bid)
@@ -285,20 +290,36 @@ class Simulation:
                 bid = r.choice([b for b in self.bookie_ids if b not in down])
                 self.net.bookies[bid].crash()
                 down[bid] = now + r.uniform(0.1, 1.5)
-                try:
-                    await registrar.delete(f"{AVAILABLE_PATH}/{bid}")
-                except Exception:
-                    pass
             if r.chance(s.partition_probability):
                 bid = r.choice(self.bookie_ids)
                 self.net.partition("writer", bid)
                 cut[bid] = now + r.uniform(0.05, 1.0)
+            for bid in self.bookie_ids:  # crashed: unregistered; full disk: read-only
+                await self.register(bid)
         # End of the fault schedule: crashed bookies come back, cut links heal (message
         # loss and slow messages go on until the liveness phase).
         self.net.heal()
         for bid in sorted(down):
             await _maybe_await(self.net.bookies[bid].restart())
-            await registrar.put(f"{AVAILABLE_PATH}/{bid}", b"", ephemeral=True)
+        for bid in self.bookie_ids:
+            await self.register(bid)
+
+    async def register(self, bid: str, up: bool = True) -> None:
+        """Keep ``bid``'s registration as a bookie does: writable, read-only, or gone."""
+        node = self.net.bookies[bid]
+        want = None if not up or node.down else ("ro" if getattr(node, "read_only", False) else "rw")
+        have = self._registered.get(bid)
+        if want == have:
+            return
+        paths = {"rw": f"{AVAILABLE_PATH}/{bid}", "ro": f"{READONLY_PATH}/{bid}"}
+        if have is not None:
+            try:
+                await self.registrar.delete(paths[have])
+            except NotFound:
+                pass
+        if want is not None:
+            await self.registrar.put(paths[want], b"", ephemeral=True)
+        self._registered[bid] = want
 
     async def heal_all(self) -> None:
         self.net.enabled = False
@@ -307,7 +328,9 @@ class Simulation:
             b = self.net.bookies[bid]
             if b.down:
                 await _maybe_await(b.restart())
-                await self.registrar.put(f"{AVAILABLE_PATH}/{bid}", b"", ephemeral=True)
+            if hasattr(b, "grow_disk"):
+                b.grow_disk()
+            await self.register(bid)
 
     # --- auto-recovery ----------------------------------------------------------------------
     async def _start_autorecovery(self) -> AutoRecovery:
@@ -320,7 +343,7 @@ class Simulation:
         """One bookie dies for good; wait (bounded) until no metadata names it."""
         victim = self.rng.fork("decommission").choice(self.bookie_ids)
         self.net.bookies[victim].crash()
-        await self.registrar.delete(f"{AVAILABLE_PATH}/{victim}")
+        await self.register(victim, up=False)
         store = self.server.session()
         marks = UnderReplicationManager(store)
         ledgers = LedgerMetadataStore(store)

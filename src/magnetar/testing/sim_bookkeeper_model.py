@@ -34,6 +34,7 @@ class SimSettings:
     recoveries: int
     autorecovery: bool  # an auditor + replication worker run throughout
     decommission: bool  # in the liveness phase one bookie dies for good; auto-recovery must repair
+    small_disk_bytes: int  # storage mode: one bookie's disk is this small (0: none); ENOSPC -> read-only
 
     @classmethod
     def draw(cls, seed: int, rng: Rng, storage: bool = False) -> SimSettings:
@@ -58,6 +59,7 @@ class SimSettings:
             recoveries=rng.choice([0, 1, 1, 2]),
             autorecovery=(autorecovery := rng.chance(0.5)),
             decommission=rng.chance(0.7) and autorecovery and qa >= 2,
+            small_disk_bytes=rng.choice([0, 0, 0, 6_000, 15_000]),
         )
 
 

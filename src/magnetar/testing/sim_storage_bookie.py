@@ -11,7 +11,9 @@ keeps synced bytes plus a random torn prefix of the unsynced ones), a
 RocksDB with synced writes is) and inline executors, so everything stays on
 the virtual-time loop and a seed replays exactly.  The journal executor
 sleeps a drawn delay on the injected clock before each piece of work: a
-slow disk, so slow fsyncs hold acknowledgements back.
+slow disk, so slow fsyncs hold acknowledgements back.  A small
+``capacity_bytes`` fills the disk: the storage turns read-only (adds fail,
+reads go on) and the ledger client must move on to other bookies.
 
 ``crash()`` is a power loss: the disk loses what was not synced, the old
 storage object is abandoned (its handles are dead; its tasks are cancelled)
@@ -61,13 +63,19 @@ class _SlowInlineExecutor:
 
 class StorageSimBookie:
     def __init__(
-        self, bookie_id: str, clock: Clock, rng: Rng, *, device_delay_s: Callable[[], float]
+        self,
+        bookie_id: str,
+        clock: Clock,
+        rng: Rng,
+        *,
+        device_delay_s: Callable[[], float],
+        capacity_bytes: int = 1 << 40,
     ) -> None:
         self.bookie_id = bookie_id
         self.clock = clock
         self._rng = rng
         self._device_delay_s = device_delay_s
-        self.disk = MemoryDisk()
+        self.disk = MemoryDisk(capacity_bytes=capacity_bytes)
         self.index = MemoryIndexStore()
         self.storage: LedgerStorage | None = None
         self.down = True
@@ -115,6 +123,17 @@ class StorageSimBookie:
             return
         self.counters["restarts"] += 1
         await self.start()
+
+    @property
+    def read_only(self) -> bool:
+        return self.storage is not None and self.storage.read_only
+
+    def grow_disk(self, capacity_bytes: int = 1 << 40) -> None:
+        """The operator added space: the disk is no longer full and the storage writable again
+        (what the bookie's disk checker does when usage falls below its threshold)."""
+        self.disk.capacity_bytes = capacity_bytes
+        if self.storage is not None and self.storage.read_only:
+            self.storage.set_read_only(False, "disk space added")
 
     def _live(self) -> LedgerStorage:
         if self.down or self.storage is None:
