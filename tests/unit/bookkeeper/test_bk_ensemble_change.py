@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
-from bk_helpers import make_env
+from bk_helpers import FAST, make_env
 
 from magnetar.bookkeeper import api
 from magnetar.testing.clock import virtual_time
@@ -93,3 +94,25 @@ async def test_transient_add_failure_is_replaced_and_data_stays_in_order() -> No
     assert await _write(wh, datas) == list(range(50))
     assert [e.data for e in await wh.read(0, 49)] == datas
     assert flaky not in wh.metadata.ensembles[-1][1]
+
+
+@virtual_time
+async def test_a_bookie_that_failed_is_quarantined_from_replacements() -> None:
+    env = await make_env(5, config=replace(FAST, bookie_quarantine_ms=10_000))
+    wh = await env.bk.create_ledger(3, 3, 3)
+    first = wh.metadata.ensembles[0][1]
+    spare = sorted(set(env.pool.bookies) - set(first))
+    flaky = first[0]
+    env.pool[flaky].fail_adds = 1
+    await wh.add_entry(b"0")  # flaky is replaced by one of the spares
+    assert flaky not in wh.metadata.ensembles[-1][1]
+    assert flaky in env.bk.ctx.registry.quarantined()
+    # the next failure must not bring flaky back while it is quarantined
+    second = next(b for b in wh.metadata.ensembles[-1][1] if b in first)
+    env.pool[second].crash()
+    await wh.add_entry(b"1")
+    last = wh.metadata.ensembles[-1][1]
+    assert flaky not in last and second not in last
+    assert set(last) >= set(spare)
+    await asyncio.sleep(11)
+    assert flaky not in env.bk.ctx.registry.quarantined()
