@@ -25,6 +25,9 @@ import asyncio
 import logging
 
 from magnetar.broker import errors
+from magnetar.broker.auth import AuthConfig, AuthorizationService
+from magnetar.broker.auth.service import AuthenticationService
+from magnetar.broker.auth.tls import server_ssl_context_from_config
 from magnetar.broker.config import BrokerConfig, unknown_keys
 from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
@@ -59,6 +62,9 @@ class BrokerService(TopicAdmin):
         self.rng = rng
         self.supervisor = TaskSupervisor("broker")
         self.resources = BrokerResources(metadata_store)
+        self.auth_config = AuthConfig.from_properties(config.as_properties())
+        self.authentication = AuthenticationService.from_config(self.auth_config, clock)
+        self.authorization = AuthorizationService(self.auth_config, metadata_store)
         self.schemas = SchemaRegistry(
             metadata_store, clock, SchemaRegistryConfig.from_properties(config.as_properties())
         )
@@ -67,6 +73,8 @@ class BrokerService(TopicAdmin):
         self.broker_port = config.broker_service_port
         self.web_port = config.web_service_port
         self._server: asyncio.Server | None = None
+        self._tls_server: asyncio.Server | None = None
+        self.broker_port_tls: int | None = None
         self._started = False
         self._closed = False
         self._producer_name_prefix: str | None = None
@@ -82,6 +90,17 @@ class BrokerService(TopicAdmin):
         sock = self._server.sockets[0]
         self.broker_port = sock.getsockname()[1]
         return self._server
+
+    async def serve_tls(self, host: str | None = None, port: int | None = None) -> asyncio.Server:
+        """The TLS binary listener (``brokerServicePortTls`` and the tls* keys); clients use
+        ``pulsar+ssl://``.  Raises AuthConfigError when the TLS settings are incomplete."""
+        ctx = server_ssl_context_from_config(self.auth_config)
+        host = host or self.config.bind_address
+        port = self.auth_config.broker_service_port_tls if port is None else port
+        server = await asyncio.start_server(self.handle_connection, host, port or 0, ssl=ctx, limit=2**20)
+        self._tls_server = server
+        self.broker_port_tls = server.sockets[0].getsockname()[1]
+        return server
 
     def set_web_service_port(self, port: int) -> None:
         self.web_port = port
@@ -159,8 +178,9 @@ class BrokerService(TopicAdmin):
         if self._closed:
             return
         self._closed = True
-        if self._server is not None:
-            self._server.close()
+        for server in (self._server, self._tls_server):
+            if server is not None:
+                server.close()
         for cnx in list(self.connections):
             try:
                 await asyncio.wait_for(cnx.close(), CLOSE_TIMEOUT_S)
@@ -171,6 +191,10 @@ class BrokerService(TopicAdmin):
         except Exception:
             log.exception("closing topics failed")
         await self.supervisor.aclose()
+        try:
+            await self.authentication.aclose()
+        except Exception:
+            log.debug("closing the authentication service failed", exc_info=True)
         if self._server is not None:
             try:
                 await asyncio.wait_for(self._server.wait_closed(), CLOSE_TIMEOUT_S)

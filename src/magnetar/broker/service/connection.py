@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
 from magnetar.broker.service import handlers
+from magnetar.broker.service.security import ConnectionSecurity
 from magnetar.managed_ledger.api import Position
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.connection import (
@@ -99,6 +100,8 @@ class Connection:
         self._drain_task: asyncio.Task[None] | None = None
         self._liveness_waiters: list[asyncio.Future[None]] = []
         self._in_handler = False
+        self.security = ConnectionSecurity(self)
+        self._refresh: asyncio.Task[None] | None = None
         transport = writer.transport
         if transport is not None:
             transport.set_write_buffer_limits(high=WRITE_HIGH_WATER_BYTES)
@@ -271,7 +274,12 @@ class Connection:
                     self.write(event.reply)
                 elif isinstance(event, ConnectRequested):
                     self.client_version = event.client_version
+                    await self.security.on_connect(event)
                     self.write(self.proto.accept_connect())
+                    if self.service.authentication.enabled:
+                        self._refresh = self.service.supervisor.spawn(
+                            self._refresh_loop(), name="auth-refresh"
+                        )
                 elif isinstance(event, ConnectionClosed):
                     return
             if not data:
@@ -310,11 +318,21 @@ class Connection:
         if handler is None:
             log.debug("ignoring %s from %s", frame.type.name, self.peer_address)
             return
+        rejected = self.security.rejected
+        if rejected is not None:
+            # CONNECT was refused: fail each request in the form it expects, then hang up.
+            answer = handlers.error_answer(frame, rejected)
+            if answer is not None:
+                self.write(answer)
+            self._flush()
+            self.writer.close()
+            return
         if handlers.is_sync(frame.type):
             handler(self, frame)
             return
         self._in_handler = True
         try:
+            await self.security.authorize(frame)
             await asyncio.wait_for(handler(self, frame), HANDLER_TIMEOUT_S)
         except asyncio.CancelledError:
             raise
@@ -331,6 +349,15 @@ class Connection:
                 self.write(answer)
         finally:
             self._in_handler = False
+
+    async def _refresh_loop(self) -> None:
+        interval_s = max(1.0, float(self.service.auth_config.authentication_refresh_check_seconds))
+        while not self.closed:
+            await self.service.clock.sleep(interval_s)
+            if not self.security.refresh_tick():
+                log.info("closing %s: its credentials expired", self.peer_address)
+                self.writer.close()
+                return
 
     async def _keepalive_loop(self) -> None:
         clock = self.service.clock
@@ -364,8 +391,9 @@ class Connection:
             self.proto.close()
         except ProtocolError:
             pass
-        if self._keepalive is not None and self._keepalive is not asyncio.current_task():
-            self._keepalive.cancel()
+        for task in (self._keepalive, self._refresh):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
         for producer in list(self.producers.values()):
             producer.topic.remove_producer(producer)
         self.producers.clear()

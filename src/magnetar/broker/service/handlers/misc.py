@@ -1,8 +1,9 @@
 """Small commands: CONSUMER_STATS and AUTH_RESPONSE.
 
 Theory of operation: CONSUMER_STATS answers from the consumer's counters (the
-cpp client asks only on request).  AUTH_RESPONSE only matters once
-authentication exists; with it disabled there is nothing to check.
+cpp client asks only on request).  AUTH_RESPONSE carries a refreshed
+credential after our AUTH_CHALLENGE (see ``service/security.py``); a refused
+one drops the connection.
 """
 
 from __future__ import annotations
@@ -43,4 +44,5 @@ async def handle_consumer_stats(cnx: Connection, frame: Any) -> None:
 
 
 async def handle_auth_response(cnx: Connection, frame: Any) -> None:
-    return None
+    if not await cnx.security.on_auth_response(frame.command):
+        cnx.writer.close()
