@@ -24,6 +24,8 @@ The service API (what ``app``/``web``/``cli`` call)
     svc = BrokerService(config, metadata_store, ml_factory, clock, rng)
     server = await svc.serve(host, port)   # binds the binary port (0 = pick one); returns asyncio.Server
     svc.broker_port                        # the bound binary port (after serve)
+    await svc.serve_tls(host, port_tls)    # optional TLS listener (tlsCertificateFilePath/tlsKeyFilePath
+    svc.broker_port_tls                    #  keys); lookups then also answer brokerServiceUrlTls
     svc.set_web_service_port(web_port)     # the bound HTTP port, used in lookup answers / cluster data
     await svc.start()                      # idempotent: creates cluster/tenant/namespaces on first start
                                            # (cluster `config.cluster_name`, tenant `public`,
@@ -39,7 +41,8 @@ such as ``"persistent://public/default/t"`` or a short ``"t"``; they raise ``err
 subclasses which carry ``.http_status`` and ``.message``):
 
 * ``await svc.lookup(topic) -> dict`` -- ``{"brokerUrl", "brokerUrlTls", "httpUrl", "httpUrlTls",
-  "nativeUrl"}``; ``brokerUrlTls``/``httpUrlTls`` are ``None`` (keys always present).
+  "nativeUrl"}``; ``brokerUrlTls`` is the TLS URL once ``serve_tls`` ran, else ``None``;
+  ``httpUrlTls`` is ``None`` (keys always present).
   Raises NamespaceNotFound (404) for an unknown tenant/namespace.
 * ``await svc.get_partitioned_metadata(topic, check_allow_auto_creation=False) -> int`` --
   0 for non-partitioned / absent; with ``check_allow_auto_creation=True`` and
@@ -66,6 +69,10 @@ subclasses which carry ``.http_status`` and ``.message``):
   ``.clusters``, ``.tenants``, ``.namespaces``, ``.partitioned_topics`` (typed async views with
   ``get/create/update/delete/list`` -- see their docstrings); the admin REST for
   tenants/namespaces/clusters uses these directly.
+* ``svc.authentication`` / ``svc.authorization`` -- the ``broker.auth`` services built from the
+  same config (authenticationEnabled, authorizationEnabled, superUserRoles, token keys...);
+  the binary protocol uses them per connection (``service/security.py``); the HTTP middleware
+  can share them.
 * ``svc.schemas`` -- the :class:`magnetar.broker.schema.SchemaRegistry` the binary protocol uses
   (PRODUCER/SUBSCRIBE/GET_SCHEMA); the schema REST routes use the same instance.
 * ``svc.config`` -- the BrokerConfig; ``svc.statistics()`` -- connection/topic counts.

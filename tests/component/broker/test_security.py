@@ -58,3 +58,27 @@ async def test_bad_token_fails_fast_with_an_authentication_error(secured) -> Non
 async def test_role_without_permission_is_not_authorized(secured) -> None:
     result = await asyncio.to_thread(_attempt, secured.url, _token("nobody"))
     assert "Authorization" in result
+
+
+async def test_tls_listener_serves_pulsar_ssl(tmp_path) -> None:
+    from magnetar.testing.certs import make_test_pki
+
+    pki = make_test_pki(tmp_path)
+    async with running_broker(
+        brokerServicePortTls="0",
+        tlsCertificateFilePath=pki.server.cert_file,
+        tlsKeyFilePath=pki.server.key_file,
+    ) as b:
+        await b.service.serve_tls("127.0.0.1", 0)
+        url = f"pulsar+ssl://localhost:{b.service.broker_port_tls}"
+
+        def run() -> bytes:
+            c = pulsar.Client(url, tls_trust_certs_file_path=pki.ca_cert_file, operation_timeout_seconds=10)
+            try:
+                consumer = c.subscribe("t-tls", "s")
+                c.create_producer("t-tls").send(b"over tls")
+                return consumer.receive(5000).data()
+            finally:
+                c.close()
+
+        assert await asyncio.to_thread(run) == b"over tls"

@@ -215,6 +215,11 @@ class BrokerService(TopicAdmin):
     def broker_service_url(self, listener: str | None = None) -> str:
         return f"pulsar://{self.config.advertised_address}:{self.broker_port}"
 
+    def broker_service_url_tls(self) -> str | None:
+        if self.broker_port_tls is None:
+            return None
+        return f"pulsar+ssl://{self.config.advertised_address}:{self.broker_port_tls}"
+
     def web_service_url(self) -> str:
         return f"http://{self.config.advertised_address}:{self.web_port}"
 
@@ -237,7 +242,7 @@ class BrokerService(TopicAdmin):
         url = self.broker_service_url()
         return {
             "brokerUrl": url,
-            "brokerUrlTls": None,
+            "brokerUrlTls": self.broker_service_url_tls(),
             "httpUrl": self.web_service_url(),
             "httpUrlTls": None,
             "nativeUrl": url,

@@ -41,6 +41,7 @@ async def handle_lookup(cnx: Connection, frame: Any) -> None:
             cmd.request_id,
             LookupType.Connect,
             broker_service_url=svc.broker_service_url(listener or None),
+            broker_service_url_tls=svc.broker_service_url_tls(),
             authoritative=True,
         )
     )
