@@ -12,15 +12,39 @@ registry.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
 
-from magnetar.web import brokers, lookup, metrics, namespaces, schemas, topics
+from magnetar.broker.admin import AdminService
+from magnetar.web import (
+    brokers,
+    lookup,
+    metrics,
+    namespaces,
+    schemas,
+    tenancy,
+    topic_admin,
+    topic_policies,
+    topics,
+)
 from magnetar.web.errors import install_error_handlers
 
-ROUTERS = (lookup.router, topics.router, namespaces.router, schemas.router, brokers.router, metrics.router)
+# Order matters: the topic routes start with a ``{domain}`` segment, so every literal
+# prefix (clusters, tenants, namespaces, schemas, brokers) is registered first.
+ROUTERS = (
+    lookup.router,
+    tenancy.router,
+    namespaces.router,
+    schemas.router,
+    brokers.router,
+    metrics.router,
+    topics.router,
+    topic_policies.router,
+    topic_admin.router,
+)
 
 
 def create_app(
@@ -30,8 +54,18 @@ def create_app(
     title: str = "magnetar broker",
 ) -> FastAPI:
     """``health_check``: an async callable that raises when the broker cannot serve (see brokers.py)."""
-    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url="/openapi.json")
     app.state.broker_service = broker_service
+    # A bare fake service (unit tests of lookup/partitions) has no metadata resources.
+    has_admin = hasattr(broker_service, "resources") and hasattr(broker_service, "metadata_store")
+    app.state.admin = AdminService(broker_service) if has_admin else None
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass  # built outside a loop (unit tests): no enforcement loop
+    else:
+        if app.state.admin is not None:
+            app.state.admin.start()
     app.state.health_check = health_check
     install_error_handlers(app)
     metrics.install_metrics(app, broker_service)
