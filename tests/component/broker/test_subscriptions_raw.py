@@ -222,7 +222,9 @@ async def test_topic_auto_creation_can_be_turned_off(broker, raw) -> None:
 async def test_failover_switch_waits_for_the_grace_period() -> None:
     from conftest import running_broker
 
-    async with running_broker(activeConsumerFailoverDelayTimeMillis=300) as b:
+    # A generous grace period: the "nothing during the grace period" window below must
+    # close well before it ends even on a loaded CI machine.
+    async with running_broker(activeConsumerFailoverDelayTimeMillis=1500) as b:
         await b.service.create_partitioned_topic("persistent://public/default/fd", 1)
         t = "persistent://public/default/fd-partition-0"
         c = await RawClient.connect(b.port)
