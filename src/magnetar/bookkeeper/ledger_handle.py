@@ -55,6 +55,7 @@ from magnetar.bookkeeper.metadata import with_fragment
 from magnetar.bookkeeper.read_handle import check_range
 from magnetar.bookkeeper.reader import EntryReader
 from magnetar.bookkeeper.timeouts import wait_event, with_timeout
+from magnetar.metadata.api import MetadataError
 
 log = logging.getLogger(__name__)
 
@@ -312,7 +313,7 @@ class LedgerHandle:
                     self._failed.clear()
                     break
                 try:
-                    self._md, self._version = await self._change_ensemble(failed)
+                    self._adopt(*await self._change_ensemble(failed))
                 except api.LedgerFencedError as exc:
                     self._set_state(HandleState.FENCED, exc)
                     return
@@ -328,14 +329,12 @@ class LedgerHandle:
                         self._set_state(HandleState.BROKEN, translate(exc, self.ledger_id))
                         return
                     await self._ctx.clock.sleep(cfg.ensemble_change_backoff_ms / 1000.0)
+                    if not self._recovery:
+                        await self._adopt_stored_metadata()
                     continue
                 self.ensemble_changes += 1
                 for b in failed:
                     self._failed.pop(b, None)
-                for p in self._pending:
-                    p.acked &= set(self._md.write_set(p.entry_id))
-                for p in list(self._pending):
-                    self._send(p)
         finally:
             if self._state not in _TERMINAL and not any(b in self._md.ensembles[-1][1] for b in self._failed):
                 self._failed.clear()
@@ -343,6 +342,32 @@ class LedgerHandle:
                 for p in list(self._pending):  # adds pushed during the change were held back
                     self._send(p)
                 self._complete_ready()
+
+    def _adopt(self, md: api.LedgerMetadata, version: int) -> None:
+        """Take ``md`` as our metadata: keep only acks of bookies still in each pending entry's
+        write set and send each pending entry to the write-set bookies it is missing on."""
+        self._md, self._version = md, version
+        for p in self._pending:
+            p.acked &= set(md.write_set(p.entry_id))
+        for p in list(self._pending):
+            self._send(p)
+
+    async def _adopt_stored_metadata(self) -> None:
+        """After a failed metadata update whose outcome may be unknown (connection loss after
+        the write was applied): re-read it.  While the ledger is OPEN only this writer changes
+        its last fragment, so whatever is stored there is ours to adopt."""
+        try:
+            md, version = await with_timeout(
+                self._ctx.clock,
+                self._ctx.ledgers.read(self.ledger_id),
+                self._ctx.config.metadata_timeout_ms,
+                lambda: api.BKTimeoutError("metadata read timed out"),
+            )
+        except Exception:  # still unreachable: the next attempt will tell
+            return
+        if md.state is api.LedgerState.OPEN and md.ensembles[-1] != self._md.ensembles[-1]:
+            log.info("ledger %d: adopting stored ensemble %s", self.ledger_id, md.ensembles[-1])
+            self._adopt(md, version)
 
     async def _change_ensemble(self, failed: list[str]) -> tuple[api.LedgerMetadata, int]:
         ctx = self._ctx
@@ -376,6 +401,8 @@ class LedgerHandle:
             if md.state is not api.LedgerState.OPEN:
                 raise api.LedgerFencedError(f"ledger {md.ledger_id} is {md.state.value} in the metadata")
             if md.ensembles[-1] != ours:
+                if with_fragment(md, new_start, ensemble) == md:
+                    return md  # our own earlier write, whose answer was lost
                 raise api.MetadataVersionError(
                     f"ledger {md.ledger_id}: last fragment changed by someone else"
                 )
@@ -425,4 +452,6 @@ class LedgerHandle:
         except api.LedgerFencedError as exc:
             self._set_state(HandleState.FENCED, exc)
             raise
+        except MetadataError as exc:  # still CLOSING: close may be called again
+            raise translate(exc, self.ledger_id) from exc
         self._set_state(HandleState.CLOSED)

@@ -163,6 +163,8 @@ class ReplicationWorker:
             fragments = list(m.ensembles)
             for i, (f, ens) in enumerate(fragments):
                 if f == first:
+                    if ens == new_ensemble:
+                        return m  # our own earlier write, whose answer was lost
                     if ens != ensemble:
                         raise api.MetadataVersionError(
                             f"ledger {m.ledger_id}: fragment {first} changed meanwhile"

@@ -19,7 +19,8 @@ Actors during the *safety phase*:
 * a tailing reader opens the current ledger without recovery and follows
   the LAC;
 * the fault driver crashes/restarts bookies (and removes/re-adds their
-  registration) and cuts/heals links;
+  registration) and cuts/heals links; in some seeds the clients' metadata
+  calls fail with ConnectionLoss or are applied with their answer lost;
 * in half the seeds, an auto-recovery service (elected auditor + replication
   worker) runs throughout, racing the writer and the recoverer on metadata.
 
@@ -62,11 +63,19 @@ from magnetar.metadata.memory import MemoryMetadataServer
 from magnetar.runtime import Rng
 from magnetar.testing.clock import VirtualClock, run_virtual
 from magnetar.testing.fake_bookie import FakeBookie
+from magnetar.testing.faults import FaultPlan
+from magnetar.testing.metadata_faults import FaultInjectingMetadataStore
 from magnetar.testing.sim_bookkeeper_model import LedgerRecord, SimReport, SimSettings
 from magnetar.testing.sim_storage_bookie import StorageSimBookie
 from magnetar.testing.simnet import NetworkFaults, SimBookieClientPool, SimNetwork
 
-RETRIABLE = (api.LedgerRecoveryError, api.NotEnoughBookiesError, api.BKTimeoutError, api.MetadataVersionError)
+RETRIABLE = (
+    api.LedgerRecoveryError,
+    api.NotEnoughBookiesError,
+    api.BKTimeoutError,
+    api.MetadataVersionError,
+    api.BKMetadataError,
+)
 
 
 class Simulation:
@@ -91,6 +100,7 @@ class Simulation:
         )
         self.ledgers: dict[int, LedgerRecord] = {}
         self._registered: dict[str, str | None] = {}
+        self._metadata_plans: list[FaultPlan] = []
         self.extra_counters: dict[str, int] = {}
         self.violations: list[str] = []
         self.current: int | None = None
@@ -122,12 +132,18 @@ class Simulation:
         self.violations.append(f"t={self.clock.monotonic():.3f} {text}")
 
     def client(self, node: str) -> BookKeeperClient:
+        store: Any = self.server.session()
+        p = self.settings.metadata_fault_probability
+        if p and not self.safety_over:
+            # ZooKeeper trouble, as seen by a client: calls fail with ConnectionLoss, and
+            # writes may be applied with their answer lost (the CAS loops must cope).
+            plan = FaultPlan(self.rng.fork(f"metadata-{node}"))
+            plan.fail("*", "/ledgers*", probability=p)
+            plan.drop("put", "/ledgers*", probability=p)
+            self._metadata_plans.append(plan)
+            store = FaultInjectingMetadataStore(store, plan, clock=self.clock)
         return BookKeeperClient(
-            self.server.session(),
-            SimBookieClientPool(self.net, node),
-            self.clock,
-            self.rng.fork(node),
-            self.config,
+            store, SimBookieClientPool(self.net, node), self.clock, self.rng.fork(node), self.config
         )
 
     # --- actors ---------------------------------------------------------------------------
@@ -323,6 +339,8 @@ class Simulation:
 
     async def heal_all(self) -> None:
         self.net.enabled = False
+        for plan in self._metadata_plans:
+            plan.pause()
         self.net.heal()
         for bid in self.bookie_ids:
             b = self.net.bookies[bid]

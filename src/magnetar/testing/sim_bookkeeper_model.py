@@ -35,6 +35,7 @@ class SimSettings:
     autorecovery: bool  # an auditor + replication worker run throughout
     decommission: bool  # in the liveness phase one bookie dies for good; auto-recovery must repair
     small_disk_bytes: int  # storage mode: one bookie's disk is this small (0: none); ENOSPC -> read-only
+    metadata_fault_probability: float  # clients' metadata calls fail / lose their answer
 
     @classmethod
     def draw(cls, seed: int, rng: Rng, storage: bool = False) -> SimSettings:
@@ -60,6 +61,7 @@ class SimSettings:
             autorecovery=(autorecovery := rng.chance(0.5)),
             decommission=rng.chance(0.7) and autorecovery and qa >= 2,
             small_disk_bytes=rng.choice([0, 0, 0, 6_000, 15_000]),
+            metadata_fault_probability=rng.choice([0.0, 0.0, 0.01, 0.03]),
         )
 
 
