@@ -8,7 +8,9 @@ function to the metadata and writes it back with the version it read; on
 ``BadVersion`` it re-reads and re-applies, so concurrent writers (a writer's
 ensemble change, a recoverer, a replication worker) merge rather than
 overwrite each other.  The function may raise to abort, or return the
-metadata unchanged to make the update a no-op.
+metadata unchanged to make the update a no-op.  A write whose outcome is
+unknown (ConnectionLoss, timeout) is retried the same way, so every mutation
+must recognise its own already-applied result and return it unchanged.
 
 Ledger ids come from a counter node at ``LEDGER_ID_GEN_PATH`` incremented with
 CAS, so they are unique across every client sharing the store; creation
@@ -31,7 +33,14 @@ from magnetar.bookkeeper.api import (
     MetadataVersionError,
     NoSuchLedgerError,
 )
-from magnetar.metadata.api import AlreadyExists, BadVersion, MetadataStore, NotFound
+from magnetar.metadata.api import (
+    AlreadyExists,
+    BadVersion,
+    ConnectionLoss,
+    MetadataStore,
+    MetadataTimeout,
+    NotFound,
+)
 
 FORMAT_VERSION = 3
 
@@ -159,6 +168,11 @@ class LedgerMetadataStore:
             except NotFound:
                 raise NoSuchLedgerError(f"ledger {ledger_id} was deleted") from None
             except BadVersion:
+                current = None
+                continue
+            except (ConnectionLoss, MetadataTimeout):
+                # Outcome unknown: the write may have been applied.  Re-read and re-apply;
+                # every mutation we use recognises its own applied result and returns it as is.
                 current = None
                 continue
             return new, stat.version

@@ -9,11 +9,14 @@ from bk_helpers import make_env
 
 from magnetar.bookie.api import READONLY_PATH, ledger_path
 from magnetar.bookkeeper import api
+from magnetar.bookkeeper.client import BookKeeperClient
 from magnetar.bookkeeper.config import ClientConfig
 from magnetar.bookkeeper.metadata import LedgerMetadataStore, with_fragment
 from magnetar.bookkeeper.placement import DefaultPlacementPolicy, RackAwarePlacementPolicy
 from magnetar.runtime import Rng
 from magnetar.testing.clock import virtual_time
+from magnetar.testing.faults import FaultPlan
+from magnetar.testing.metadata_faults import FaultInjectingMetadataStore
 
 BOOKIES = [f"b{i}" for i in range(6)]
 RACKS = {"b0": "/r1", "b1": "/r1", "b2": "/r2", "b3": "/r2", "b4": "/r3", "b5": "/r3"}
@@ -105,3 +108,25 @@ def test_with_fragment_replaces_and_merges() -> None:
     assert md3.ensembles == ((0, ("a", "b", "c")), (4, ("a", "e", "d")))
     md4 = with_fragment(md3, 4, ("a", "b", "c"))  # back to the previous ensemble: one fragment
     assert md4.ensembles == ((0, ("a", "b", "c")),)
+
+
+@virtual_time
+async def test_writes_whose_answer_is_lost_are_recognised() -> None:
+    """ZooKeeper's "did my write happen?": the put is applied but the client sees ConnectionLoss."""
+    env = await make_env(5)
+    plan = FaultPlan(Rng(1))
+    store = FaultInjectingMetadataStore(env.server.session(), plan, clock=env.clock)
+    bk = BookKeeperClient(store, env.pool, env.clock, Rng(2), env.config)
+    wh = await bk.create_ledger(3, 3, 3)
+    await wh.add_entry(b"0")
+    path = ledger_path(wh.ledger_id)
+    plan.drop("put", path, times=1)  # the ensemble change's CAS is applied, its answer lost
+    env.pool[wh.metadata.ensembles[0][1][0]].crash()
+    assert await wh.add_entry(b"1") == 1
+    stored = await env.bk.get_ledger_metadata(wh.ledger_id)
+    assert len(stored.ensembles) == 2 and stored.ensembles == wh.metadata.ensembles
+    plan.drop("put", path, times=1)  # and the close's
+    await wh.close()
+    stored = await env.bk.get_ledger_metadata(wh.ledger_id)
+    assert stored.is_closed and stored.last_entry_id == 1
+    assert plan.statistics()["fired"] == 2
