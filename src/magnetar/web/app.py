@@ -30,6 +30,7 @@ from magnetar.web import (
     topic_policies,
     topics,
 )
+from magnetar.web.auth import install_auth
 from magnetar.web.errors import install_error_handlers
 
 # Order matters: the topic routes start with a ``{domain}`` segment, so every literal
@@ -68,6 +69,7 @@ def create_app(
             app.state.admin.start()
     app.state.health_check = health_check
     install_error_handlers(app)
+    install_auth(app)  # authentication + per-route authorization (web/auth.py)
     metrics.install_metrics(app, broker_service)
     for router in ROUTERS:
         app.include_router(router)
