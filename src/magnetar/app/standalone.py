@@ -39,6 +39,7 @@ import uvicorn
 from magnetar.app.config import StandaloneConfig
 from magnetar.app.healthcheck import make_health_check
 from magnetar.app.storage import StorageStack, open_standalone_storage
+from magnetar.app.tls import start_tls_listeners
 from magnetar.runtime import Clock, RealClock, Rng
 from magnetar.web.app import create_app
 
@@ -105,6 +106,7 @@ class Standalone:
         self._closed = asyncio.Event()
         self.broker_port: int = 0
         self.web_port: int = 0
+        self.tls: Any = None  # app.tls.TlsListeners when a TLS port is configured
 
     # --- state machine -------------------------------------------------------------------------
 
@@ -162,6 +164,8 @@ class Standalone:
         svc.set_web_service_port(self.web_port)
         await svc.start()
         await self._start_http(svc)
+        assert self._http is not None
+        self.tls = await start_tls_listeners(svc, self._http.config.app, self.config.bind_address)
 
     def _broker_properties(self) -> dict[str, str]:
         props = dict(self.config.properties)
@@ -227,6 +231,8 @@ class Standalone:
         self._move(StandaloneState.STOPPING)
         try:
             await self._stop_http()
+            if self.tls is not None:
+                await self.tls.aclose()
             if self.broker_service is not None:
                 await _bounded("broker service", self.broker_service.aclose(), BROKER_STOP_TIMEOUT_S)
             if self._storage is not None and self._owns_storage:

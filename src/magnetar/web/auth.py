@@ -289,7 +289,8 @@ class AuthMiddleware:
         peer = None
         lookup: Callable[[Any], Any] | None = getattr(self.fastapi_app.state, "tls_peer_lookup", None)
         if lookup is not None and scope.get("client"):
-            peer = lookup(tuple(scope["client"]))
+            server = scope.get("server")
+            peer = lookup(tuple(scope["client"]), tuple(server) if server else None)
         try:
             result = await authn.authenticate_http(headers, peer)
         except AuthenticationError as exc:
