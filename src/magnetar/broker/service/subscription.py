@@ -17,7 +17,7 @@ Java ignores cumulative acks on Shared subscriptions; so do we.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
@@ -45,6 +45,8 @@ class Subscription:
         self.sub_type: int | None = None
         self.dispatcher: Dispatcher | None = None
         self.closed = False
+        # Set by compacted_dispatch.enable_read_compacted: builds the read_compacted dispatcher.
+        self.read_compacted_factory: Callable[[Subscription, int], Dispatcher] | None = None
 
     @property
     def consumers(self) -> list[Consumer]:
@@ -74,9 +76,15 @@ class Subscription:
 
     def _new_dispatcher(self, sub_type: int) -> Dispatcher:
         if sub_type in (SUB_EXCLUSIVE, SUB_FAILOVER):
+            if self.read_compacted_factory is not None:
+                return self.read_compacted_factory(self, sub_type)
             return SingleActiveConsumerDispatcher(self, sub_type)
         if sub_type == SUB_SHARED:
             return MultiConsumerDispatcher(self, sub_type)
+        if sub_type == SUB_KEY_SHARED:
+            from magnetar.broker.service.dispatcher_key_shared import KeySharedDispatcher
+
+            return KeySharedDispatcher(self, sub_type)
         raise errors.NotAllowedError(
             f"Subscription type {SUB_TYPE_NAMES.get(sub_type, sub_type)} is not supported"
         )
@@ -220,6 +228,9 @@ class Subscription:
         }
         if active is not None:
             out["activeConsumerName"] = active.consumer_name
+        key_shared_stats = getattr(self.dispatcher, "key_shared_stats", None)
+        if key_shared_stats is not None:
+            out.update(key_shared_stats())
         return out
 
 

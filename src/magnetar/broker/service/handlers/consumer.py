@@ -24,6 +24,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
+from magnetar.broker.service.compacted_dispatch import enable_read_compacted
 from magnetar.broker.service.consumer import Consumer
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.schemas import check_consumer_schema
@@ -58,8 +59,6 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
             return
         raise errors.ConsumerBusyError(f"Consumer id {cmd.consumer_id} is already in use on this connection")
     sub_type = cmd.subType
-    if sub_type == SUB_KEY_SHARED:
-        raise errors.NotAllowedError("Key_Shared subscriptions are not supported yet")
     type_name = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}.get(sub_type, "")
     if type_name not in svc.config.subscription_types_enabled:
         raise errors.NotAllowedError(f"Subscription type {type_name} is not enabled on this broker")
@@ -78,6 +77,8 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
     start = _pos(cmd.start_message_id) if cmd.HasField("start_message_id") else None
     initial = cmd.initialPosition if cmd.HasField("initialPosition") else 0
     sub = await topic.get_or_create_subscription(cmd.subscription, initial, durable, start)
+    if cmd.HasField("read_compacted") and cmd.read_compacted:
+        enable_read_compacted(svc, sub, sub_type, start, initial)
     consumer = Consumer(
         sub,
         cnx,
@@ -86,10 +87,12 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
         cmd.priority_level if cmd.HasField("priority_level") else 0,
         sub_type,
         topic.partition_index,
-        svc.config.max_unacked_messages_per_consumer if sub_type == 1 else 0,
+        svc.config.max_unacked_messages_per_consumer if sub_type in (1, SUB_KEY_SHARED) else 0,
         {kv.key: kv.value for kv in cmd.metadata},
         svc.clock.time_ms(),
     )
+    if sub_type == SUB_KEY_SHARED:
+        consumer.key_shared_meta = cmd.keySharedMeta if cmd.HasField("keySharedMeta") else None
     if cnx.closed:
         raise errors.ServiceNotReadyError("Connection closed")
     try:
