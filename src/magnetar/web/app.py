@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from magnetar.broker.admin import AdminService
 from magnetar.web import (
     brokers,
+    compaction,
     lookup,
     metrics,
     namespaces,
@@ -42,6 +43,7 @@ ROUTERS = (
     schemas.router,
     brokers.router,
     metrics.router,
+    compaction.router,
     topics.router,
     topic_policies.router,
     topic_admin.router,

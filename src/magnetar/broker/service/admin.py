@@ -38,6 +38,7 @@ class TopicAdmin:
     topics: Any
     ml_factory: Any
     schemas: Any
+    compaction: Any
 
     async def require_namespace(self, namespace: str) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -141,6 +142,7 @@ class TopicAdmin:
                 f"{ref.full_name} is a partitioned topic, instead of calling delete topic, "
                 "please call delete-partitioned-topic."
             )
+        await self.compaction.delete_state(ref.full_name, force)
         await self.topics.delete(ref, force)
         if not ref.is_partition:
             await self.schemas.delete(ref.full_name)
@@ -161,6 +163,7 @@ class TopicAdmin:
                     raise errors.PreconditionFailedError("Topic has active producers/subscriptions")
         for p in parts:
             try:
+                await self.compaction.delete_state(p.full_name, True)
                 await self.topics.delete(p, force=True)
             except errors.TopicNotFoundError:
                 pass

@@ -32,6 +32,7 @@ from magnetar.broker.config import BrokerConfig, unknown_keys
 from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
 from magnetar.broker.service.admin import TopicAdmin
+from magnetar.broker.service.compacted_dispatch import BrokerCompaction
 from magnetar.broker.service.connection import Connection
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.rates import sample_topic
@@ -69,6 +70,7 @@ class BrokerService(TopicAdmin):
             metadata_store, clock, SchemaRegistryConfig.from_properties(config.as_properties())
         )
         self.topics = TopicRegistry(self)
+        self.compaction = BrokerCompaction(self)
         self.connections: set[Connection] = set()
         self.broker_port = config.broker_service_port
         self.web_port = config.web_service_port
@@ -118,6 +120,7 @@ class BrokerService(TopicAdmin):
         if self._producer_name_prefix is None:
             self._producer_name_prefix = await self._allocate_name_prefix()
         self.supervisor.spawn(self._sample_rates(), name="stats-sampler")
+        self.compaction.start()
         if self.config.broker_delete_inactive_topics_enabled:
             self.supervisor.spawn(self._unload_idle_topics(), name="idle-topics")
         self._started = True
@@ -186,6 +189,7 @@ class BrokerService(TopicAdmin):
                 await asyncio.wait_for(cnx.close(), CLOSE_TIMEOUT_S)
             except Exception:
                 log.debug("closing connection failed", exc_info=True)
+        await self.compaction.aclose()
         try:
             await asyncio.wait_for(self.topics.close_all(), CLOSE_TIMEOUT_S * 3)
         except Exception:

@@ -1,0 +1,249 @@
+"""Compaction in the broker: read_compacted dispatch, the compaction service, its hooks.
+
+Theory of operation.  ``broker.compaction`` has the pieces (Compactor,
+CompactionService, CompactedTopicReader); this module plugs them into a
+running broker and holds no compaction logic of its own:
+
+* :class:`BrokerCompaction` -- one per BrokerService.  Builds the Compactor over
+  the managed-ledger factory's BookKeeper client (the compacted ledger gets the
+  managed ledger's replication settings) and a CompactionService whose
+  ``open_ledger`` loads the topic, so the ledger compacted is the one the topic
+  writes.  ``start`` spawns the automatic-compaction check: every
+  ``brokerServiceCompactionMonitorIntervalInSeconds`` each loaded persistent
+  topic whose effective ``compactionThreshold`` (namespace policy
+  ``compaction_threshold`` > broker ``brokerServiceCompactionThresholdInBytes``)
+  is positive and below its not-yet-compacted bytes is compacted.
+  ``delete_state`` deletes a topic's compacted ledger before the topic itself
+  goes (the ``__compaction`` cursor goes with the managed ledger).
+
+* :class:`CompactedDispatcher` -- the single-active-consumer dispatcher of a
+  subscription whose consumer asked for ``read_compacted`` (Exclusive and
+  Failover only, as Pulsar): it reads through a CompactedTopicReader -- the
+  compacted ledger up to the horizon, then the live topic -- instead of the
+  cursor.  Acks still go to the cursor.  A rewind (active-consumer change,
+  redeliver-all) restarts the view at the first unacknowledged position, or at
+  the very beginning of the compacted ledger when nothing was acknowledged yet
+  and the consumer started from the earliest message.
+
+* :func:`enable_read_compacted` -- called by SUBSCRIBE when the command has
+  ``read_compacted``; it installs the dispatcher factory on the subscription.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from magnetar.broker import errors
+from magnetar.broker.compaction import (
+    CompactedTopicReader,
+    CompactionService,
+    Compactor,
+    CompactorConfig,
+    compaction_backlog_bytes,
+)
+from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
+from magnetar.broker.service.names import parse_topic
+from magnetar.managed_ledger.api import Position
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.broker_service import BrokerService
+    from magnetar.broker.service.subscription import Subscription
+    from magnetar.broker.service.topic import PersistentTopic
+
+log = logging.getLogger(__name__)
+
+SUB_EXCLUSIVE, SUB_FAILOVER = 0, 2
+MONITOR_INTERVAL_DEFAULT_S = 60
+INITIAL_POSITION_EARLIEST = 1
+
+
+def _int_prop(props: dict, key: str, default: int) -> int:
+    try:
+        return int(str(props.get(key, default)).strip())
+    except ValueError:
+        log.warning("ignoring non-integer %s=%r", key, props.get(key))
+        return default
+
+
+class BrokerCompaction:
+    def __init__(self, svc: BrokerService) -> None:
+        self._svc = svc
+        props = svc.config.as_properties()
+        ml_cfg = svc.config.managed_ledger_config()
+        self.bookkeeper = svc.ml_factory.ctx.bookkeeper
+        self.password = ml_cfg.password
+        self.compactor = Compactor(
+            self.bookkeeper,
+            svc.clock,
+            CompactorConfig(
+                ensemble_size=ml_cfg.ensemble_size,
+                write_quorum=ml_cfg.write_quorum,
+                ack_quorum=ml_cfg.ack_quorum,
+                password=ml_cfg.password,
+                retain_null_key=str(props.get("topicCompactionRetainNullKey", "false")).lower() == "true",
+            ),
+        )
+        self.service = CompactionService(self.compactor, self._open_ledger, svc.supervisor)
+        self.monitor_interval_s = max(
+            1, _int_prop(props, "brokerServiceCompactionMonitorIntervalInSeconds", MONITOR_INTERVAL_DEFAULT_S)
+        )
+        self.default_threshold_bytes = _int_prop(props, "brokerServiceCompactionThresholdInBytes", 0)
+        self._started = False
+
+    async def _open_ledger(self, topic: str) -> Any:
+        return (await self._svc.topics.get_topic(parse_topic(topic), create=False)).ml
+
+    # ------------------------------------------------------------ REST operations
+    async def trigger(self, topic: str) -> None:
+        """PUT .../compaction: the topic must exist; 409 while a run is in progress."""
+        ref = parse_topic(topic)
+        await self._svc.require_namespace(ref.namespace)
+        if not ref.persistent:
+            raise errors.NotAllowedError("Compaction is not supported on non-persistent topics")
+        await self._svc.topics.get_topic(ref, create=False)  # 404 when absent
+        self.service.trigger(ref.full_name)
+
+    async def status(self, topic: str) -> dict:
+        ref = parse_topic(topic)
+        await self._svc.require_namespace(ref.namespace)
+        if not await self._svc.topics.exists(ref):
+            raise errors.TopicNotFoundError("Topic not found")
+        return self.service.status(ref.full_name)
+
+    # ------------------------------------------------------------ topic deletion
+    async def delete_state(self, topic: str, force: bool) -> None:
+        """Delete the compacted ledger of a topic about to be deleted (no-op if it will be refused)."""
+        ref = parse_topic(topic)
+        try:
+            t = await self._svc.topics.get_topic(ref, create=False)
+        except errors.BrokerError:
+            return  # absent or not loadable: the deletion itself answers
+        if t.has_clients and not force:
+            return  # the deletion will be refused: keep everything
+        await self.compactor.delete_compaction_state(t.ml)
+
+    # ------------------------------------------------------------ automatic compaction
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self._svc.supervisor.spawn(self._monitor(), name="compaction-monitor")
+
+    async def _monitor(self) -> None:
+        while True:
+            await self._svc.clock.sleep(self.monitor_interval_s)
+            try:
+                await self.check_thresholds()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("compaction threshold check failed")
+
+    async def threshold_of(self, topic: PersistentTopic) -> int:
+        ns = await self._svc.resources.namespaces.get(topic.ref.namespace) or {}
+        if ns.get("compaction_threshold") is not None:
+            return int(ns["compaction_threshold"])
+        return self.default_threshold_bytes
+
+    async def check_thresholds(self) -> list[str]:
+        """One pass of the automatic-compaction check; the topics triggered."""
+        triggered = []
+        for topic in self._svc.topics.loaded():
+            if not topic.active or topic.ref.is_system:
+                continue
+            threshold = await self.threshold_of(topic)
+            if threshold > 0 and self.service.maybe_auto_compact(
+                topic.name, compaction_backlog_bytes(topic.ml), threshold
+            ):
+                log.info("compacting %s: backlog over compactionThreshold %d", topic.name, threshold)
+                triggered.append(topic.name)
+        return triggered
+
+    async def aclose(self) -> None:
+        await self.service.aclose()
+
+
+# ---------------------------------------------------------------- read_compacted dispatch
+
+
+class CompactedDispatcher(SingleActiveConsumerDispatcher):
+    def __init__(
+        self, subscription: Subscription, sub_type: int, reader: CompactedTopicReader, *, from_earliest: bool
+    ) -> None:
+        super().__init__(subscription, sub_type)
+        self.reader = reader
+        self._from_earliest = from_earliest
+
+    def rewind(self, counted: list[Position]) -> None:
+        super().rewind(counted)
+        self.reader.rewind()
+        if self._from_earliest and self._nothing_acked():
+            self.reader.next_position = Position.EARLIEST
+
+    def _nothing_acked(self) -> bool:
+        ledgers = self.subscription.topic.ml.ledgers()
+        if not ledgers:
+            return True
+        return self.subscription.cursor.mark_delete_position < Position(ledgers[0].ledger_id, 0)
+
+    def requeue(self, positions: list[Position]) -> None:
+        # Read but not delivered: the view is re-read from the first unacknowledged position.
+        if positions:
+            self.rewind([])
+
+    async def _dispatch_once(self) -> bool:
+        budget = self.read_budget()
+        if budget <= 0:
+            return False
+        epoch = self._epoch
+        self._redeliver.clear()  # single-active redelivery is a rewind of the view
+        entries = await self.reader.read_entries(min(budget, self._max_read_entries), self._max_read_bytes)
+        if not entries or self._closed:
+            return False
+        if epoch != self._epoch:
+            return True  # a rewind/seek happened while reading: drop what was read
+        self.deliver([self._outbound(e) for e in entries])
+        return True
+
+    async def close(self) -> None:
+        await super().close()
+        try:
+            await self.reader.close()
+        except Exception:
+            log.debug("closing the compacted reader failed", exc_info=True)
+
+
+def enable_read_compacted(
+    svc: BrokerService, sub: Subscription, sub_type: int, start: Position | None, initial_position: int
+) -> None:
+    """SUBSCRIBE with read_compacted: make the subscription's dispatcher read the compacted view."""
+    if sub_type not in (SUB_EXCLUSIVE, SUB_FAILOVER):
+        raise errors.NotAllowedError("Read compacted is only allowed on Exclusive or Failover subscriptions")
+    compaction: BrokerCompaction | None = getattr(svc, "compaction", None)
+    if compaction is None:
+        return  # a broker without compaction: the plain topic is the compacted view
+    if start is not None:
+        from_earliest = start.ledger_id < 0 or start.entry_id < 0
+    else:
+        from_earliest = initial_position == INITIAL_POSITION_EARLIEST
+
+    def factory(subscription: Subscription, st: int) -> CompactedDispatcher:
+        topic = subscription.topic
+        cursor = subscription.cursor
+        view_start = None
+        if from_earliest:
+            ledgers = topic.ml.ledgers()
+            first = Position(ledgers[0].ledger_id, 0) if ledgers else None
+            if first is None or cursor.mark_delete_position < first:
+                view_start = Position.EARLIEST
+        reader = CompactedTopicReader(
+            topic.ml, cursor, compaction.bookkeeper, start=view_start, password=compaction.password
+        )
+        return CompactedDispatcher(subscription, st, reader, from_earliest=from_earliest)
+
+    sub.read_compacted_factory = factory
+    old = sub.dispatcher
+    if old is not None and not old.consumers and not isinstance(old, CompactedDispatcher):
+        sub.dispatcher = None  # the next consumer gets a compacted dispatcher
+        sub.topic.supervisor.spawn(old.close(), name="close-plain-dispatcher")
