@@ -34,7 +34,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
 from magnetar.broker.config import BrokerConfig
@@ -110,6 +110,7 @@ class PersistentTopic:
         self.last_publish_ms = 0
         self._last_active_ms = self.created_ms
         self._last_entry: tuple[Position, int, bool] | None = None
+        self.dedup: Any = None  # MessageDeduplication when enabled (set by the registry on load)
 
     def _set_state(self, new: TopicState) -> None:
         if new not in _TRANSITIONS[self.state]:
@@ -163,6 +164,12 @@ class PersistentTopic:
             fut: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
             fut.set_exception(errors.TopicFencedError(f"Topic {self.name} is closing"))
             return fut
+        if self.dedup is not None:
+            return self.dedup.add(
+                producer.producer_name,
+                data,
+                lambda: asyncio.ensure_future(self._add(data, n_messages, is_batch)),
+            )
         return asyncio.ensure_future(self._add(data, n_messages, is_batch))
 
     async def _add(self, data: bytes, n_messages: int, is_batch: bool) -> Position:
@@ -280,6 +287,8 @@ class PersistentTopic:
         for sub in list(self.subscriptions.values()):
             await sub.close()
         self.subscriptions.clear()
+        if self.dedup is not None and not delete:
+            await self.dedup.close()
         try:
             if delete:
                 await self.ml.delete()

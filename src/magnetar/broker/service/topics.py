@@ -26,6 +26,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
+from magnetar.broker.service.dedup import MessageDeduplication, deduplication_enabled
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.topic import PersistentTopic
 
@@ -130,6 +131,8 @@ class TopicRegistry:
             )
             topic = PersistentTopic(ref, ml, self._svc.config, self._svc.clock, self._svc.supervisor)
             topic.on_fenced = self._unload_fenced
+            if await deduplication_enabled(self._svc, topic):
+                topic.dedup = await MessageDeduplication.load(topic)
         except BaseException as exc:
             if self._topics.get(ref.full_name) is fut:
                 del self._topics[ref.full_name]

@@ -43,7 +43,9 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
     existing = cnx.producers.get(cmd.producer_id)
     if existing is not None:
         if existing.topic.name == parse_topic(cmd.topic).full_name:
-            cnx.write(cmds.producer_success(cmd.request_id, existing.producer_name, -1))
+            dedup = existing.topic.dedup
+            last = dedup.last_sequence_id(existing.producer_name) if dedup is not None else -1
+            cnx.write(cmds.producer_success(cmd.request_id, existing.producer_name, last))
             return
         raise errors.ProducerBusyError(f"Producer id {cmd.producer_id} is already in use on this connection")
     ref = parse_topic(cmd.topic)
@@ -73,7 +75,8 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
     ready = topic.add_producer(producer, cmd.request_id)
     cnx.producers[cmd.producer_id] = producer
     # Not ready = queued for exclusive access: a second PRODUCER_SUCCESS follows (producer_ready).
-    cnx.write(cmds.producer_success(cmd.request_id, name, -1, schema_version, producer_ready=ready))
+    last_seq = topic.dedup.last_sequence_id(name) if topic.dedup is not None else -1
+    cnx.write(cmds.producer_success(cmd.request_id, name, last_seq, schema_version, producer_ready=ready))
 
 
 def handle_send(cnx: Connection, frame: Any) -> None:
