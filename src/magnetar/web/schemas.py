@@ -102,7 +102,9 @@ async def post_schema(request: Request, tenant: str, namespace: str, topic: str)
     name = await _topic(request, tenant, namespace, topic)
     info = schema_types.schema_info_from_post_payload(await json_body(request), name=topic)
     pol = await _policies(request, name)
-    vb = await _svc(request).schemas.put_schema_if_compatible(name, info, pol.strategy, pol.allow_auto_update)
+    # isAllowAutoUpdateSchema governs producers only: an operator's upload is how a schema
+    # gets in when it is off (Pulsar's postSchema passes only the strategy).
+    vb = await _svc(request).schemas.put_schema_if_compatible(name, info, pol.strategy, True)
     version = SchemaVersion.from_bytes(vb)
     return schema_types.post_schema_response(version.value if version is not None else 0)
 
