@@ -343,3 +343,57 @@ def test_authorization_denied_then_granted_for_produce_and_consume(secured) -> N
     status, body = secured.admin("DELETE", f"/admin/v2/namespaces/sec/ns/permissions/{role}")
     assert status in (200, 204), body
     assert produce(secured.url, topic, authentication=auth) == "AuthorizationError"
+
+
+def test_subscription_permission_limits_who_may_use_a_subscription(secured) -> None:
+    owner, other = f"owner-{uuid.uuid4().hex[:6]}", f"other-{uuid.uuid4().hex[:6]}"
+    for role in (owner, other):
+        status, body = secured.admin("POST", f"/admin/v2/namespaces/sec/ns/permissions/{role}", ["consume"])
+        assert status in (200, 204), body
+    sub = f"private-{uuid.uuid4().hex[:6]}"
+    status, body = secured.admin(
+        "POST", f"/admin/v2/namespaces/sec/ns/permissions/subscription/{sub}", [owner]
+    )
+    assert status in (200, 204), body
+    topic = unique("sec/ns")
+
+    def subscribe(role: str) -> str:
+        c = client(secured.url, authentication=pulsar.AuthenticationToken(token(role)))
+        try:
+            c.subscribe(topic, sub)
+            return "ok"
+        except Exception as exc:  # noqa: BLE001
+            return type(exc).__name__
+        finally:
+            c.close()
+
+    assert subscribe(other) == "AuthorizationError"
+    assert subscribe(owner) == "ok"
+
+
+def test_https_service_url_lookups_with_token(secured) -> None:
+    # The client looks topics up over HTTPS (Bearer token, lookup authorization) and then
+    # speaks the binary protocol over TLS.
+    result = round_trip(
+        secured.https_url,
+        unique(),
+        authentication=pulsar.AuthenticationToken(token(SUPER)),
+        tls_trust_certs_file_path=secured.pki.ca_cert_file,
+        tls_validate_hostname=True,
+    )
+    assert result == "ok"
+    denied = produce(
+        secured.https_url,
+        unique("sec/ns"),
+        authentication=pulsar.AuthenticationToken(token("stranger")),
+        tls_trust_certs_file_path=secured.pki.ca_cert_file,
+    )
+    # The C++ client reports any HTTP refusal of its lookup (here 403) as ConnectError, at once.
+    assert denied == "ConnectError"
+    ctx = ssl.create_default_context(cafile=secured.pki.ca_cert_file)
+    req = urllib.request.Request(secured.https_url + "/lookup/v2/topic/persistent/sec/ns/x")
+    req.add_header("Authorization", f"Bearer {token('stranger')}")
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, context=ctx, timeout=TIMEOUT_S)
+    assert err.value.code == 403
+    assert "stranger" in json.loads(err.value.read())["reason"]
