@@ -16,7 +16,8 @@ front of every route.  For each request it
    ``OperationAuthorizer`` / ``AuthorizationService``; refusal -> 403
    ``{"reason": ...}``.  A route without a rule is *denied* (default-deny) and
    ``tests/unit/web/test_auth_routes.py`` lists such routes so they are
-   caught when added.
+   caught when added.  A request no route claims is answered 404 here
+   (fail closed) once authenticated.
 
 The check runs before the handler, so a refused request never changes
 anything.  The authenticated role is left in ``scope["state"]["auth_role"]``.
@@ -234,6 +235,7 @@ class AuthMiddleware:
         self.app = app
         self.fastapi_app = fastapi_app
         self._routes: list[BaseRoute] | None = None
+        self._rules: dict[tuple[str, str], Rule | None] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -253,6 +255,12 @@ class AuthMiddleware:
         scope.setdefault("state", {})["auth_role"] = role
         await self.app(scope, receive, send)
 
+    def _rule(self, method: str, template: str) -> Rule | None:
+        key = (method, template)
+        if key not in self._rules:  # bounded by the number of (method, route) pairs
+            self._rules[key] = rule_for(method, template)
+        return self._rules[key]
+
     def _match(self, scope: Scope) -> tuple[str, dict[str, Any]] | None:
         if self._routes is None:
             self._routes = list(iter_routes(self.fastapi_app.routes))
@@ -265,14 +273,16 @@ class AuthMiddleware:
     async def _check(self, scope: Scope, authn: Any, authz: Any) -> str | None:
         found = self._match(scope)
         method = scope["method"]
-        rule = rule_for(method, found[0]) if found is not None else None
+        rule = self._rule(method, found[0]) if found is not None else None
         if rule is PUBLIC:
             return None
         role: str | None = None
         if authn.enabled:
             role = await self._authenticate(scope, authn)
-        if not authz.enabled or found is None:
-            return role  # no route: the router answers 404/405 itself
+        if not authz.enabled:
+            return role
+        if found is None:  # fail closed: a request no route claims gets nothing past this point
+            raise _Denied(404, f"no such resource: {method} {scope.get('path', '')[:200]}")
         template, params = found
         if rule is None:
             raise _Denied(403, f"no authorization rule for {method} {template}; denied by default")

@@ -193,3 +193,9 @@ async def test_bad_credentials_are_401_and_the_app_keeps_serving(secured_app, va
     assert "a" * 100 not in r.json()["reason"]  # the credential is not echoed
     r = await call(secured_app, "GET", "/admin/v2/tenants", bearer(SUPER))
     assert r.status_code not in (401, 403)
+
+
+async def test_unknown_paths_fail_closed(secured_app) -> None:
+    assert (await call(secured_app, "GET", "/admin/v2/no-such-thing/x")).status_code == 401
+    r = await call(secured_app, "GET", "/admin/v2/no-such-thing/x", bearer(SUPER))
+    assert r.status_code == 404 and r.json()["reason"]
