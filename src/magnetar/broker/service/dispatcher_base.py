@@ -29,6 +29,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
+from magnetar.broker.service.delayed_delivery import tracker_for
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.payload import num_messages, peek_metadata
 
@@ -58,6 +59,7 @@ class Dispatcher:
         self._track_redeliveries = cfg.subscription_redelivery_tracker_enabled
         # Bumped by reset(): entries read before a seek must not be delivered after it.
         self._epoch = 0
+        self.delayed = tracker_for(self)  # delayed delivery (Shared, Key_Shared) or None
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -68,6 +70,8 @@ class Dispatcher:
 
     async def close(self) -> None:
         self._closed = True
+        if self.delayed is not None:
+            self.delayed.close()
         self._wake.set()
         if self._task is not None:
             self._task.cancel()
@@ -154,6 +158,8 @@ class Dispatcher:
         self._epoch += 1
         self._redeliver.clear()
         self.redelivery_counts.clear()
+        if self.delayed is not None:
+            self.delayed.clear()
 
     @property
     def pending_redeliveries(self) -> int:
@@ -187,6 +193,8 @@ class Dispatcher:
             return False
         cursor = self.subscription.cursor
         epoch = self._epoch
+        if self.delayed is not None:
+            await self.delayed.before_round()
         if self._redeliver:
             positions = self._redeliver[:budget]
             del self._redeliver[: len(positions)]
@@ -197,6 +205,10 @@ class Dispatcher:
             entries = await cursor.read_entries(min(budget, self._max_read_entries), self._max_read_bytes)
             if not entries:
                 return False
+            if self.delayed is not None and epoch == self._epoch:
+                entries = self.delayed.filter(entries)
+                if not entries:
+                    return True
         if self._closed:
             return False
         if epoch != self._epoch:

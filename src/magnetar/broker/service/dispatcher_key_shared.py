@@ -182,6 +182,8 @@ class KeySharedDispatcher(Dispatcher):
             return False
         cursor = self.subscription.cursor
         epoch = self._epoch
+        if self.delayed is not None:
+            await self.delayed.before_round()
         if self._redeliver:
             chosen: list[Position] = []
             stuck: set[int] = set()
@@ -210,6 +212,8 @@ class KeySharedDispatcher(Dispatcher):
             return False
         if epoch != self._epoch:
             return True
+        if self.delayed is not None:
+            entries = self.delayed.filter(entries)
         self._route([self._outbound(e) for e in entries])
         return True
 

@@ -231,6 +231,10 @@ class Subscription:
         key_shared_stats = getattr(self.dispatcher, "key_shared_stats", None)
         if key_shared_stats is not None:
             out.update(key_shared_stats())
+        delayed = getattr(self.dispatcher, "delayed", None)
+        if delayed is not None:
+            out.update(delayed.stats())
+            out["msgBacklogNoDelayed"] = max(0, out["msgBacklog"] - delayed.size)
         return out
 
 
