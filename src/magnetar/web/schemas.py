@@ -16,13 +16,14 @@ and on the next producer, exactly as the binary protocol path sees it.
 Errors are the registry's typed errors (``SchemaError`` subclasses carry their
 HTTP status): 404 "Schema not found", 409 incompatible, 422 invalid or too
 large; the shared handlers in ``errors.py`` turn them into ``{"reason": ...}``.
-A malformed request body is 400 (``deps.json_body``), a version that is not a
+A request body that is not JSON is 400 (over 1.4 MB 413), a version that is not a
 number 412 (Pulsar's "Invalid schema version").  Nothing is stored on any
 refusal: the registry validates before it writes.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -30,6 +31,7 @@ from fastapi import APIRouter, Request, Response
 from magnetar.broker.admin.policies import BY_NAME
 from magnetar.broker.schema import SchemaVersion, resolve_policies
 from magnetar.broker.schema import types as schema_types
+from magnetar.broker.schema.policies import SCHEMA_BYTES_MAX_CEILING
 from magnetar.broker.service.names import parse_topic
 from magnetar.web.deps import json_body
 from magnetar.web.errors import WebError
@@ -63,6 +65,22 @@ async def _policies(request: Request, topic: str) -> Any:
         except Exception:  # no topic policies stored, or the store is unreachable: namespace wins
             topic_policies = None
     return resolve_policies(svc.schemas.config, ns_policies, topic_policies, is_system_topic=ref.is_system)
+
+
+# A schema payload may carry a definition up to the registry's ceiling (700 KiB) plus JSON
+# escaping; anything larger is refused before it is parsed.
+PAYLOAD_BYTES_MAX = 2 * SCHEMA_BYTES_MAX_CEILING
+
+
+async def _payload(request: Request) -> Any:
+    """The PostSchemaPayload JSON (400 not JSON, 413 too large); its shape is the registry's to judge."""
+    body = await request.body()
+    if len(body) > PAYLOAD_BYTES_MAX:
+        raise WebError(413, f"Schema payload is {len(body)} bytes, over {PAYLOAD_BYTES_MAX}")
+    try:
+        return json.loads(body)
+    except ValueError as e:
+        raise WebError(400, f"Schema payload is not valid JSON: {e}") from None
 
 
 def _version(raw: str) -> int:
@@ -100,7 +118,7 @@ async def get_all_schemas(request: Request, tenant: str, namespace: str, topic: 
 @router.post(PREFIX + "/schema")
 async def post_schema(request: Request, tenant: str, namespace: str, topic: str) -> dict:
     name = await _topic(request, tenant, namespace, topic)
-    info = schema_types.schema_info_from_post_payload(await json_body(request), name=topic)
+    info = schema_types.schema_info_from_post_payload(await _payload(request), name=topic)
     pol = await _policies(request, name)
     # isAllowAutoUpdateSchema governs producers only: an operator's upload is how a schema
     # gets in when it is off (Pulsar's postSchema passes only the strategy).
@@ -123,7 +141,7 @@ async def delete_schema(
 @router.post(PREFIX + "/compatibility")
 async def check_compatibility(request: Request, tenant: str, namespace: str, topic: str) -> dict:
     name = await _topic(request, tenant, namespace, topic)
-    info = schema_types.schema_info_from_post_payload(await json_body(request), name=topic)
+    info = schema_types.schema_info_from_post_payload(await _payload(request), name=topic)
     pol = await _policies(request, name)
     ok, _reason = await _svc(request).schemas.check_compatibility(name, info, pol.strategy)
     return schema_types.compatibility_response(ok, pol.strategy.value)
@@ -132,7 +150,7 @@ async def check_compatibility(request: Request, tenant: str, namespace: str, top
 @router.post(PREFIX + "/version")
 async def get_version_of(request: Request, tenant: str, namespace: str, topic: str) -> dict:
     name = await _topic(request, tenant, namespace, topic)
-    info = schema_types.schema_info_from_post_payload(await json_body(request), name=topic)
+    info = schema_types.schema_info_from_post_payload(await _payload(request), name=topic)
     v = await _svc(request).schemas.find_version(name, info)
     if v is None:
         raise WebError(404, "Schema not found")
