@@ -258,3 +258,31 @@ async def test_a_connection_refused_for_bad_auth_does_not_disturb_a_running_prod
             c.close()
 
     assert await asyncio.to_thread(run) == ["before", "after"]
+
+
+async def test_health_check_uses_the_broker_client_credentials(tmp_path) -> None:
+    key = tmp_path / "secret.key"
+    key.write_bytes(SECRET)
+    root_token = bearer(SUPER)["Authorization"].removeprefix("Bearer ")
+    props = {
+        "authenticationEnabled": "true",
+        "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
+        "tokenSecretKey": f"file://{key}",
+        "authorizationEnabled": "true",
+        "superUserRoles": SUPER,
+        "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+        "brokerClientAuthenticationParameters": f"token:{root_token}",
+    }
+    async with running_standalone(tmp_path / "data", props) as s:
+        async with httpx.AsyncClient(base_url=s.web_url, timeout=30) as http:
+            r = await http.get("/admin/v2/brokers/health", headers=bearer(SUPER))
+            assert r.status_code == 200, r.text
+            r = await http.get("/admin/v2/brokers/health", headers=bearer("a1"))
+            assert r.status_code == 403  # super-user only, as in Pulsar
+
+
+async def test_health_check_without_broker_client_credentials_says_why(secured) -> None:
+    _, http = secured
+    r = await http.get("/admin/v2/brokers/health", headers=bearer(SUPER))
+    assert r.status_code == 500
+    assert "authentication" in r.json()["reason"].lower() or "anonymous" in r.json()["reason"]

@@ -87,3 +87,32 @@ async def test_optional_client_certificate_falls_back_to_other_credentials(tmp_p
         # plain HTTP carries no certificate: 401 as well
         async with httpx.AsyncClient(timeout=10) as c:
             assert (await c.get(f"{s.web_url}/admin/v2/tenants")).status_code == 401
+
+
+def test_broker_client_credentials_from_pulsar_keys(tmp_path) -> None:
+    from magnetar.app.tls import BrokerClientAuthError, broker_client_credentials
+
+    token_plugin = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
+    assert broker_client_credentials({}) is None
+    p = {
+        "brokerClientAuthenticationPlugin": token_plugin,
+        "brokerClientAuthenticationParameters": "token:abc",
+    }
+    assert broker_client_credentials(p) == ("token", b"abc")
+    (tmp_path / "t").write_text("from-file\n")
+    p["brokerClientAuthenticationParameters"] = f"file://{tmp_path / 't'}"
+    assert broker_client_credentials(p) == ("token", b"from-file")
+    p["brokerClientAuthenticationParameters"] = '{"token": "token:j"}'
+    assert broker_client_credentials(p) == ("token", b"j")
+    basic = {
+        "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationBasic",
+        "brokerClientAuthenticationParameters": '{"userId": "u", "password": "p:w"}',
+    }
+    assert broker_client_credentials(basic) == ("basic", b"u:p:w")
+    for bad in (
+        {"brokerClientAuthenticationPlugin": "com.example.Kerberos"},
+        {"brokerClientAuthenticationPlugin": token_plugin, "brokerClientAuthenticationParameters": ""},
+        {**basic, "brokerClientAuthenticationParameters": "not json"},
+    ):
+        with pytest.raises(BrokerClientAuthError):
+            broker_client_credentials(bad)

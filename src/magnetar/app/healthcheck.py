@@ -57,9 +57,15 @@ class HealthCheckError(Exception):
 class _Session:
     """One short-lived client connection driven step by step."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        credentials: tuple[str, bytes] | None = None,
+    ) -> None:
         self.reader, self.writer = reader, writer
         self.conn = ClientConnection()
+        self.credentials = credentials  # (auth method, auth data) when the broker authenticates
 
     async def next_event(self) -> Event:
         while True:
@@ -76,7 +82,10 @@ class _Session:
             return event
 
     async def handshake(self) -> None:
-        self.writer.write(self.conn.connect(client_version=CLIENT_VERSION))
+        method, data = self.credentials or ("none", None)
+        self.writer.write(
+            self.conn.connect(client_version=CLIENT_VERSION, auth_method_name=method, auth_data=data)
+        )
         event = await self.next_event()
         if isinstance(event, ConnectRejected):
             raise HealthCheckError(f"CONNECT refused: {event.message}")
@@ -105,7 +114,14 @@ class _Session:
 
 
 async def check_broker_health(
-    host: str, port: int, topic: str, *, clock: Clock, rng: Rng, timeout_s: float = HEALTH_TIMEOUT_S
+    host: str,
+    port: int,
+    topic: str,
+    *,
+    clock: Clock,
+    rng: Rng,
+    timeout_s: float = HEALTH_TIMEOUT_S,
+    credentials: tuple[str, bytes] | None = None,
 ) -> None:
     """Produce a random payload to ``topic`` and read it back; HealthCheckError if that fails."""
     payload = f"health-{rng.hex(16)}".encode()
@@ -113,7 +129,7 @@ async def check_broker_health(
         async with asyncio.timeout(timeout_s):
             reader, writer = await asyncio.open_connection(host, port)
             try:
-                await _round_trip(_Session(reader, writer), topic, payload, clock)
+                await _round_trip(_Session(reader, writer, credentials), topic, payload, clock)
             finally:
                 writer.close()
     except TimeoutError:
@@ -157,9 +173,9 @@ async def _round_trip(session: _Session, topic: str, payload: bytes, clock: Cloc
 
 
 def make_health_check(
-    host: str, port: int, topic: str, *, clock: Clock, rng: Rng
+    host: str, port: int, topic: str, *, clock: Clock, rng: Rng, credentials: tuple[str, bytes] | None = None
 ) -> Callable[[], Awaitable[None]]:
     async def health_check() -> None:
-        await check_broker_health(host, port, topic, clock=clock, rng=rng)
+        await check_broker_health(host, port, topic, clock=clock, rng=rng, credentials=credentials)
 
     return health_check

@@ -39,7 +39,7 @@ import uvicorn
 from magnetar.app.config import StandaloneConfig
 from magnetar.app.healthcheck import make_health_check
 from magnetar.app.storage import StorageStack, open_standalone_storage
-from magnetar.app.tls import start_tls_listeners
+from magnetar.app.tls import broker_client_credentials, start_tls_listeners
 from magnetar.runtime import Clock, RealClock, Rng
 from magnetar.web.app import create_app
 
@@ -179,7 +179,12 @@ class Standalone:
         host = "::1" if host == "::" else host
         topic = f"persistent://pulsar/system/healthcheck-{self.advertised_address}-{self.broker_port}"
         check = make_health_check(
-            host, self.broker_port, topic, clock=self.clock, rng=self.rng.fork("health")
+            host,
+            self.broker_port,
+            topic,
+            clock=self.clock,
+            rng=self.rng.fork("health"),
+            credentials=broker_client_credentials(self.config.properties),
         )
         app = create_app(svc, health_check=check)
         uv_config = uvicorn.Config(

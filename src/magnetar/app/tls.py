@@ -19,6 +19,10 @@ middleware reads it through ``app.state.tls_peer_lookup``.  The registry is
 bounded by the number of open connections (entries go on ``connection_lost``)
 plus a hard cap.
 
+:func:`broker_client_credentials` turns ``brokerClientAuthenticationPlugin`` /
+``brokerClientAuthenticationParameters`` into the CONNECT credentials of the
+broker's own health-check client.
+
 Port 0 picks a free port; the chosen ports are on the returned
 :class:`TlsListeners` and logged (the single ready line stays
 ``magnetar ready: pulsar://... http://...``).
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import socket
 from collections.abc import Iterator
@@ -176,3 +181,64 @@ async def _start_https(listeners: TlsListeners, app: Any, bind_address: str, cfg
                 task.result()
                 raise RuntimeError("the HTTPS server stopped during start-up")
             await asyncio.sleep(0.005)
+
+
+# --- the broker's own client credentials (the health check's CONNECT) ------------------------
+
+_TOKEN_PLUGINS = ("token", "org.apache.pulsar.client.impl.auth.AuthenticationToken")
+_BASIC_PLUGINS = ("basic", "org.apache.pulsar.client.impl.auth.AuthenticationBasic")
+
+
+class BrokerClientAuthError(ValueError):
+    """brokerClientAuthenticationPlugin / Parameters cannot be used."""
+
+
+def broker_client_credentials(props: dict[str, str]) -> tuple[str, bytes] | None:
+    """(auth method, auth data) for the broker's internal clients, from Pulsar's keys.
+
+    ``brokerClientAuthenticationPlugin`` = the token or basic client plugin;
+    ``brokerClientAuthenticationParameters`` = ``token:<jwt>`` / ``file://<path>`` /
+    ``{"token": ...}`` for tokens, ``{"userId": ..., "password": ...}`` for basic.
+    None when no plugin is configured (the health check then connects without
+    credentials).  The role should be a super-user, as in Pulsar.  Reads a token
+    file: call at startup.
+    """
+    plugin = (props.get("brokerClientAuthenticationPlugin") or "").strip()
+    params = (props.get("brokerClientAuthenticationParameters") or "").strip()
+    if not plugin or plugin.endswith("AuthenticationDisabled"):
+        return None
+    if plugin in _TOKEN_PLUGINS:
+        return "token", _token_param(params).encode()
+    if plugin in _BASIC_PLUGINS:
+        doc = _json_params(params)
+        user, password = str(doc.get("userId", "")), str(doc.get("password", ""))
+        if not user:
+            raise BrokerClientAuthError("brokerClientAuthenticationParameters needs userId and password")
+        return "basic", f"{user}:{password}".encode()
+    raise BrokerClientAuthError(f"unsupported brokerClientAuthenticationPlugin {plugin!r} (token or basic)")
+
+
+def _token_param(params: str) -> str:
+    if params.startswith("{"):
+        params = str(_json_params(params).get("token", ""))
+    if params.startswith("token:"):
+        return params[len("token:") :].strip()
+    if params.startswith("file://"):
+        try:
+            with open(params[len("file://") :], encoding="utf-8") as f:
+                return f.read().strip()
+        except OSError as exc:
+            raise BrokerClientAuthError(f"cannot read the broker client token: {exc}") from exc
+    if params:
+        return params
+    raise BrokerClientAuthError("brokerClientAuthenticationParameters is empty")
+
+
+def _json_params(params: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(params)
+    except ValueError as exc:
+        raise BrokerClientAuthError(f"brokerClientAuthenticationParameters is not JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise BrokerClientAuthError("brokerClientAuthenticationParameters must be a JSON object")
+    return doc
