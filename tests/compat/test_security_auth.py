@@ -397,3 +397,23 @@ def test_https_service_url_lookups_with_token(secured) -> None:
         urllib.request.urlopen(req, context=ctx, timeout=TIMEOUT_S)
     assert err.value.code == 403
     assert "stranger" in json.loads(err.value.read())["reason"]
+
+
+def test_http_service_urls_with_basic_and_token(secured) -> None:
+    # HTTP lookups carry the client's credentials in the Authorization header (Basic / Bearer).
+    basic = pulsar.AuthenticationBasic("alice", "alice-pw")
+    assert (
+        round_trip(
+            secured.https_url,
+            unique(),
+            authentication=basic,
+            tls_trust_certs_file_path=secured.pki.ca_cert_file,
+        )
+        == "ok"
+    )
+    assert (
+        round_trip(secured.proc.web_url, unique(), authentication=pulsar.AuthenticationToken(token(SUPER)))
+        == "ok"
+    )
+    bad = pulsar.AuthenticationBasic("alice", "wrong")
+    assert produce(secured.proc.web_url, unique(), authentication=bad) != "ok"
