@@ -119,6 +119,7 @@ _SUB = _TP + r"/subscription/\{subscription\}"
 _LIT = r"[A-Za-z][A-Za-z0-9_-]*"  # a literal path segment (no parameter)
 _PARAM = r"\{[A-Za-z_]+\}"
 _ANY = None  # every method
+WEBSOCKET = "WEBSOCKET"  # the pseudo-method of a WebSocket route
 
 _N, _T, _TO = NamespaceOperation, TopicOperation, TenantOperation
 
@@ -182,6 +183,9 @@ RULES: tuple[tuple[frozenset[str] | None, re.Pattern[str], Rule], ...] = tuple(
         ("GET", _TP + r"/permissions", _topic(_T.GET_PERMISSION)),
         ("POST", _TP + r"/permissions/\{role\}", _topic(_T.GRANT_PERMISSION)),
         ("DELETE", _TP + r"/permissions/\{role\}", _topic(_T.REVOKE_PERMISSION)),
+        # ---- WebSocket API (Pulsar's /ws/v2 paths)
+        (WEBSOCKET, r"/ws/v2/producer/\{domain\}/\{tenant\}/\{namespace\}/\{topic\}", _topic(_T.PRODUCE)),
+        (WEBSOCKET, r"/ws/v2/(consumer|reader)/\{domain\}/\{tenant\}/\{namespace\}/\{topic\}(/\{subscription\})?", _topic(_T.CONSUME)),
         # ---- topic policies (one literal segment after the topic)
         (_ANY, _TP + rf"/{_LIT}", POLICY),
     )
@@ -216,7 +220,10 @@ def route_table(app: FastAPI) -> list[tuple[str, str, Rule | None]]:
     out = []
     for route in iter_routes(app.routes):
         template = getattr(route, "path", "")
-        for method in sorted(route_methods(route) - {"HEAD"}):
+        methods = route_methods(route) - {"HEAD"}
+        if not methods and "websocket" in type(route).__name__.lower():
+            methods = frozenset({WEBSOCKET})
+        for method in sorted(methods):
             out.append((method, template, rule_for(method, template)))
     return out
 
@@ -238,7 +245,7 @@ class AuthMiddleware:
         self._rules: dict[tuple[str, str], Rule | None] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         svc = getattr(self.fastapi_app.state, "broker_service", None)
@@ -250,7 +257,10 @@ class AuthMiddleware:
         try:
             role = await self._check(scope, authn, authz)
         except _Denied as exc:
-            await reason(exc.status, exc.message)(scope, receive, send)
+            if scope["type"] == "websocket":  # refused before accept: the server answers 403
+                await send({"type": "websocket.close", "code": 1008, "reason": exc.message[:120]})
+            else:
+                await reason(exc.status, exc.message)(scope, receive, send)
             return
         scope.setdefault("state", {})["auth_role"] = role
         await self.app(scope, receive, send)
@@ -272,7 +282,7 @@ class AuthMiddleware:
 
     async def _check(self, scope: Scope, authn: Any, authz: Any) -> str | None:
         found = self._match(scope)
-        method = scope["method"]
+        method = scope.get("method", WEBSOCKET)
         rule = self._rule(method, found[0]) if found is not None else None
         if rule is PUBLIC:
             return None

@@ -19,6 +19,8 @@ from types import SimpleNamespace
 import httpx
 import jwt
 import pytest
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from magnetar.broker.auth import AuthConfig, AuthenticationService, AuthorizationService
 from magnetar.broker.auth.basic import apr1_md5
@@ -199,3 +201,43 @@ async def test_unknown_paths_fail_closed(secured_app) -> None:
     assert (await call(secured_app, "GET", "/admin/v2/no-such-thing/x")).status_code == 401
     r = await call(secured_app, "GET", "/admin/v2/no-such-thing/x", bearer(SUPER))
     assert r.status_code == 404 and r.json()["reason"]
+
+
+def test_websocket_routes_are_authenticated_and_authorized(tmp_path) -> None:
+    key = tmp_path / "secret.key"
+    key.write_bytes(SECRET)
+    cfg = AuthConfig.from_properties(
+        {
+            "authenticationEnabled": "true",
+            "authenticationProviders": "token",
+            "tokenSecretKey": f"file://{key}",
+            "authorizationEnabled": "true",
+            "superUserRoles": SUPER,
+        }
+    )
+    store = MemoryMetadataServer().session()
+    svc = SimpleNamespace(
+        authentication=AuthenticationService.from_config(cfg, RealClock()),
+        authorization=AuthorizationService(cfg, store),
+    )
+    app = create_app(svc)
+
+    @app.websocket("/ws/v2/producer/{domain}/{tenant}/{namespace}/{topic}")
+    async def ws_producer(websocket: WebSocket, domain: str, tenant: str, namespace: str, topic: str) -> None:
+        await websocket.accept()
+        await websocket.send_text("welcome")
+        await websocket.close()
+
+    ws_rules = [(m, p, r) for m, p, r in route_table(app) if p.startswith("/ws/")]
+    assert ws_rules and all(r is not None and r.kind is RuleKind.TOPIC_OP for _, _, r in ws_rules)
+    path = "/ws/v2/producer/persistent/t1/ns/tp"
+    with TestClient(app) as tc:
+        with tc.websocket_connect(path, headers=bearer(SUPER)) as ws:
+            assert ws.receive_text() == "welcome"
+        for headers in ({}, bearer("nobody")):
+            with pytest.raises(WebSocketDisconnect) as err, tc.websocket_connect(path, headers=headers) as ws:
+                ws.receive_text()
+            assert err.value.code == 1008
+    import asyncio
+
+    asyncio.run(svc.authentication.aclose())
