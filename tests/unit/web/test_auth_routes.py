@@ -11,6 +11,7 @@ answers, but never 401/403.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -238,6 +239,4 @@ def test_websocket_routes_are_authenticated_and_authorized(tmp_path) -> None:
             with pytest.raises(WebSocketDisconnect) as err, tc.websocket_connect(path, headers=headers) as ws:
                 ws.receive_text()
             assert err.value.code == 1008
-    import asyncio
-
     asyncio.run(svc.authentication.aclose())
