@@ -18,7 +18,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from magnetar.broker.admin import AdminService
+from magnetar.broker.admin.service import AdminService
 from magnetar.web import (
     brokers,
     compaction,

@@ -43,6 +43,14 @@ from magnetar.broker.service.names import TopicRef, parse_topic
 log = logging.getLogger(__name__)
 
 ROOT = "/admin/topic-policies"
+# Effective values pushed onto live topics for ``admission`` (hot-path checks).
+ADMISSION_POLICIES = (
+    "maxProducers",
+    "maxConsumers",
+    "maxConsumersPerSubscription",
+    "subscriptionTypesEnabled",
+    "maxUnackedMessagesOnConsumer",
+)
 
 
 def base_ref(ref: TopicRef) -> TopicRef:
@@ -68,7 +76,8 @@ def broker_defaults(config: Any) -> dict[str, Any]:
         },
         "deduplication": False,
         "schemaCompatibilityStrategy": "FULL",
-        "subscriptionTypesEnabled": ["Exclusive", "Failover", "Key_Shared", "Shared"],
+        "subscriptionTypesEnabled": sorted(g("subscription_types_enabled", ()) or ()),
+        "maxUnackedMessagesOnConsumer": g("max_unacked_messages_per_consumer", None),
     }
 
 
@@ -206,11 +215,8 @@ class PolicyEnforcer:
                     continue
                 ttl = await self._policies.effective(topic.ref, BY_NAME["messageTTL"])
                 topic.policy_limits = {
-                    "maxProducers": await self._policies.effective(topic.ref, BY_NAME["maxProducers"]),
-                    "maxConsumers": await self._policies.effective(topic.ref, BY_NAME["maxConsumers"]),
-                    "maxConsumersPerSubscription": await self._policies.effective(
-                        topic.ref, BY_NAME["maxConsumersPerSubscription"]
-                    ),
+                    name: await self._policies.effective(topic.ref, BY_NAME[name])
+                    for name in ADMISSION_POLICIES
                 }
                 if ttl and ttl > 0:
                     for name, cursor in list(topic.ml.cursors.items()):

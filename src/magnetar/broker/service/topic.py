@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
+from magnetar.broker.admin.admission import check_producer
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.service.access_mode import ProducerAccess
 from magnetar.broker.service.names import TopicRef
@@ -136,6 +137,7 @@ class PersistentTopic:
             raise errors.ProducerBusyError(
                 f"Producer with name '{producer.producer_name}' is already connected to topic"
             )
+        check_producer(self)  # effective topic/namespace policies (broker.admin.admission)
         limit = self.config.max_producers_per_topic
         if limit and len(self.producers) >= limit:
             raise errors.ProducerBusyError(f"Topic '{self.name}' reached max producers limit")

@@ -24,6 +24,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
+from magnetar.broker.admin.admission import check_subscribe, unacked_limit_on_consumer
 from magnetar.broker.service.compacted_dispatch import enable_read_compacted
 from magnetar.broker.service.consumer import Consumer
 from magnetar.broker.service.names import parse_topic
@@ -65,6 +66,7 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
     ref = parse_topic(cmd.topic)
     force_create = cmd.force_topic_creation if cmd.HasField("force_topic_creation") else True
     topic = await svc.topics.get_topic(ref, create=force_create)
+    check_subscribe(topic, cmd.subscription, sub_type)  # effective policies (broker.admin.admission)
     durable = cmd.durable if cmd.HasField("durable") else True
     if (
         durable
@@ -87,7 +89,9 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
         cmd.priority_level if cmd.HasField("priority_level") else 0,
         sub_type,
         topic.partition_index,
-        svc.config.max_unacked_messages_per_consumer if sub_type in (1, SUB_KEY_SHARED) else 0,
+        unacked_limit_on_consumer(topic, svc.config.max_unacked_messages_per_consumer)
+        if sub_type in (1, SUB_KEY_SHARED)
+        else 0,
         {kv.key: kv.value for kv in cmd.metadata},
         svc.clock.time_ms(),
     )

@@ -1,0 +1,55 @@
+"""Admission checks for producers and consumers under the effective policies.
+
+Theory of operation: the policy enforcer (``topic_policies.PolicyEnforcer``)
+resolves each loaded topic's effective policies (topic > namespace > broker
+default) and stores the ones checked on the hot path in the topic object's
+``policy_limits`` dict, re-computing it on every policy write and
+periodically.  The broker's PRODUCER/SUBSCRIBE handling calls the functions
+here, which read only that dict -- no metadata I/O on the connection path and
+no import of the service package (the handlers import this module).  A topic
+the enforcer has not seen yet has an empty dict and is checked against the
+broker configuration only, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from magnetar.broker import errors
+
+SUB_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
+
+
+def _limits(topic: Any) -> dict[str, Any]:
+    return getattr(topic, "policy_limits", None) or {}
+
+
+def check_producer(topic: Any) -> None:
+    """Raise when a new producer may not attach: terminated topic, max producers."""
+    if getattr(topic.ml, "is_terminated", False):
+        raise errors.TopicTerminatedError(f"Topic {topic.name} was already terminated")
+    limit = _limits(topic).get("maxProducers") or 0
+    if limit and len(topic.producers) >= limit:
+        raise errors.ProducerBusyError(f"Topic '{topic.name}' reached max producers limit")
+
+
+def check_subscribe(topic: Any, subscription: str, sub_type: int) -> None:
+    """Raise when a new consumer may not attach: type disabled, max consumers."""
+    limits = _limits(topic)
+    enabled = limits.get("subscriptionTypesEnabled")
+    name = SUB_TYPE_NAMES.get(sub_type, "")
+    if enabled and name not in enabled:
+        raise errors.NotAllowedError(f"Subscription type {name} is not enabled on topic {topic.name}")
+    subs = getattr(topic, "subscriptions", {})
+    max_topic = limits.get("maxConsumers") or 0
+    if max_topic and sum(len(s.consumers) for s in subs.values()) >= max_topic:
+        raise errors.ConsumerBusyError("Topic reached max consumers limit")
+    max_sub = limits.get("maxConsumersPerSubscription") or 0
+    sub = subs.get(subscription)
+    if max_sub and sub is not None and len(sub.consumers) >= max_sub:
+        raise errors.ConsumerBusyError("Subscription reached max consumers limit")
+
+
+def unacked_limit_on_consumer(topic: Any, default: int) -> int:
+    value = _limits(topic).get("maxUnackedMessagesOnConsumer")
+    return default if value is None else int(value)

@@ -1,0 +1,42 @@
+"""AdminService: the admin sub-services over one broker service, and the enforcement loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from magnetar.broker.admin.namespaces import NamespaceAdmin
+from magnetar.broker.admin.tenancy import TenancyAdmin
+from magnetar.broker.admin.topic_ops import TopicOps
+from magnetar.broker.admin.topic_policies import PolicyEnforcer, TopicPolicyAdmin
+
+DEFAULT_POLICY_CHECK_INTERVAL_S = 5.0
+
+
+class AdminService:
+    def __init__(self, svc: Any, *, policy_check_interval_s: float | None = None) -> None:
+        self.svc = svc
+        self.tenancy = TenancyAdmin(svc)
+        self.namespaces = NamespaceAdmin(svc)
+        self.topics = TopicOps(svc)
+        self.topic_policies = TopicPolicyAdmin(svc)
+        if policy_check_interval_s is None:
+            props = getattr(svc.config, "as_properties", lambda: {})()
+            raw = props.get("magnetarPolicyCheckIntervalMs") if isinstance(props, dict) else None
+            policy_check_interval_s = int(raw) / 1000 if raw else DEFAULT_POLICY_CHECK_INTERVAL_S
+        self.enforcer = PolicyEnforcer(svc, self.topic_policies, policy_check_interval_s)
+        self.namespaces.on_change(self.enforcer.on_change)
+        self.topic_policies.listeners.append(self.enforcer.on_change)
+        self._started = False
+
+    def start(self) -> None:
+        """Spawn the enforcement loop (needs a running loop and ``svc.supervisor``)."""
+        if self._started:
+            return
+        supervisor = getattr(self.svc, "supervisor", None)
+        if supervisor is None or not hasattr(self.svc, "topics"):
+            return
+        supervisor.spawn(self.enforcer.run(), name="admin-policy-enforcer")
+        self._started = True
+
+
+__all__ = ["AdminService"]

@@ -1,0 +1,139 @@
+# ruff: noqa: F811  -- module-scoped fixtures are imported by name
+"""Policy enforcement, one test per policy, with the official client against a real standalone.
+
+Each test writes a policy over the admin REST to a *live* topic (no restart)
+and shows its effect on what the client can do.
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pulsar
+import pytest
+
+from tests.integration.test_admin_support import http, standalone  # noqa: F401
+
+V2 = "/admin/v2"
+NS = "public/default"
+SETTLE_S = 0.3  # > the enforcer's pass interval in these tests (200 ms) -- changes apply on write anyway
+
+
+@pytest.fixture(scope="module")
+def client(standalone):  # type: ignore[no-untyped-def]
+    c = pulsar.Client(standalone.broker_url, operation_timeout_seconds=5)
+    yield c
+    c.close()
+
+
+def test_max_producers_topic_policy(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-maxprod"
+    p1 = client.create_producer(t)
+    assert http.post(f"{V2}/persistent/{NS}/enf-maxprod/maxProducers", json=1).status_code == 204
+    with pytest.raises(pulsar.ProducerBusy):
+        client.create_producer(t)
+    assert http.delete(f"{V2}/persistent/{NS}/enf-maxprod/maxProducers").status_code == 204
+    p2 = client.create_producer(t)  # limit lifted without a restart
+    p1.close()
+    p2.close()
+
+
+def test_max_consumers_namespace_policy(http: httpx.Client, client: pulsar.Client) -> None:
+    http.put(f"{V2}/tenants/enf", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enf/mc").status_code == 204
+    t = "persistent://enf/mc/t"
+    c1 = client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared)
+    assert http.post(f"{V2}/namespaces/enf/mc/maxConsumersPerTopic", json=1).status_code == 204
+    with pytest.raises(pulsar.ConsumerBusy):
+        client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared)
+    # the topic level overrides the namespace
+    assert http.post(f"{V2}/persistent/enf/mc/t/maxConsumers", json=2).status_code == 204
+    c2 = client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared)
+    assert http.post(f"{V2}/persistent/enf/mc/t/maxConsumersPerSubscription", json=2).status_code == 204
+    with pytest.raises(pulsar.ConsumerBusy):
+        client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared)
+    c1.close()
+    c2.close()
+
+
+def test_subscription_types_enabled(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-subtypes"
+    assert http.put(f"{V2}/persistent/{NS}/enf-subtypes").status_code == 204
+    assert (
+        http.post(
+            f"{V2}/persistent/{NS}/enf-subtypes/subscriptionTypesEnabled", json=["Exclusive"]
+        ).status_code
+        == 204
+    )
+    client.subscribe(t, "ex", consumer_type=pulsar.ConsumerType.Exclusive).close()
+    with pytest.raises(pulsar.NotAllowedError):
+        client.subscribe(t, "sh", consumer_type=pulsar.ConsumerType.Shared)
+    assert http.delete(f"{V2}/persistent/{NS}/enf-subtypes/subscriptionTypesEnabled").status_code == 204
+    client.subscribe(t, "sh", consumer_type=pulsar.ConsumerType.Shared).close()
+
+
+def test_message_ttl_namespace_policy(http: httpx.Client, client: pulsar.Client) -> None:
+    http.put(f"{V2}/tenants/enf", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enf/ttl").status_code == 204
+    t = "persistent://enf/ttl/t"
+    consumer = client.subscribe(t, "s")
+    p = client.create_producer(t, batching_enabled=False)
+    for i in range(5):
+        p.send(b"x%d" % i)
+    stats = http.get(f"{V2}/persistent/enf/ttl/t/stats").json()
+    assert stats["subscriptions"]["s"]["msgBacklog"] == 5
+    consumer.close()  # a disconnected subscription keeps its backlog ...
+    time.sleep(1.2)
+    assert http.get(f"{V2}/persistent/enf/ttl/t/stats").json()["subscriptions"]["s"]["msgBacklog"] == 5
+    assert http.post(f"{V2}/namespaces/enf/ttl/messageTTL", json=1).status_code == 204
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # ... until the TTL expires it
+        if http.get(f"{V2}/persistent/enf/ttl/t/stats").json()["subscriptions"]["s"]["msgBacklog"] == 0:
+            break
+        time.sleep(0.2)
+    assert http.get(f"{V2}/persistent/enf/ttl/t/stats").json()["subscriptions"]["s"]["msgBacklog"] == 0
+    p.close()
+
+
+def test_max_unacked_on_consumer(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-unacked"
+    assert http.put(f"{V2}/persistent/{NS}/enf-unacked").status_code == 204
+    assert (
+        http.post(f"{V2}/persistent/{NS}/enf-unacked/maxUnackedMessagesOnConsumer", json=3).status_code == 204
+    )
+    time.sleep(SETTLE_S)
+    consumer = client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared)
+    p = client.create_producer(t, batching_enabled=False)
+    for i in range(10):
+        p.send(b"u%d" % i)
+    got = []
+    for _ in range(10):
+        try:
+            got.append(consumer.receive(700))
+        except pulsar.Timeout:
+            break
+    assert len(got) == 3  # blocked at 3 unacked
+    for m in got:  # Pulsar unblocks once unacked drops to half the limit
+        consumer.acknowledge(m)
+    more = consumer.receive(3000)
+    assert more is not None
+    consumer.close()
+    p.close()
+
+
+def test_auto_topic_creation_override(http: httpx.Client, client: pulsar.Client) -> None:
+    http.put(f"{V2}/tenants/enf", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enf/auto").status_code == 204
+    assert (
+        http.post(
+            f"{V2}/namespaces/enf/auto/autoTopicCreation", json={"allowAutoTopicCreation": False}
+        ).status_code
+        == 204
+    )
+    with pytest.raises(Exception):  # noqa: B017 -- TopicNotFound in the client's words
+        client.create_producer("persistent://enf/auto/nope")
+    body = {"allowAutoTopicCreation": True, "topicType": "partitioned", "defaultNumPartitions": 2}
+    assert http.post(f"{V2}/namespaces/enf/auto/autoTopicCreation", json=body).status_code == 204
+    client.create_producer("persistent://enf/auto/yes").close()
+    assert http.get(f"{V2}/persistent/enf/auto/yes/partitions").json()["partitions"] == 2
