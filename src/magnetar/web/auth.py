@@ -24,8 +24,8 @@ anything.  The authenticated role is left in ``scope["state"]["auth_role"]``.
 
 Rules, as Pulsar's default authorization provider has them:
 
-* PUBLIC -- ``/metrics`` (Pulsar's ``authenticateMetricsEndpoint`` defaults to
-  false) and ``/openapi.json`` (the API description);
+* PUBLIC -- ``/metrics`` (authenticated when ``authenticateMetricsEndpoint``
+  is true; Pulsar's default is false) and ``/openapi.json`` (the API description);
 * AUTHENTICATED -- any authenticated role: broker ready/version, cluster reads;
 * SUPERUSER -- cluster/broker administration (every other ``clusters``,
   ``brokers``, ``broker-stats``, ``bookies``, ``resource-quotas``,
@@ -284,6 +284,9 @@ class AuthMiddleware:
         found = self._match(scope)
         method = scope.get("method", WEBSOCKET)
         rule = self._rule(method, found[0]) if found is not None else None
+        if rule is PUBLIC and found is not None and found[0].startswith("/metrics"):
+            if _metrics_authenticated(self.fastapi_app):
+                rule = AUTHENTICATED  # authenticateMetricsEndpoint=true
         if rule is PUBLIC:
             return None
         role: str | None = None
@@ -351,6 +354,16 @@ async def _apply(rule: Rule, method: str, role: str | None, p: dict[str, Any], a
         await ops.check_topic_operation(role, topic, rule.operation, p.get("subscription"))
     else:  # pragma: no cover - every kind is handled above
         raise AuthorizationError(f"unhandled rule {rule}")
+
+
+def _metrics_authenticated(app: FastAPI) -> bool:
+    """Pulsar's ``authenticateMetricsEndpoint`` (default false), from the broker's config."""
+    config = getattr(getattr(app.state, "broker_service", None), "config", None)
+    as_properties = getattr(config, "as_properties", None)
+    if as_properties is None:
+        return False
+    value = as_properties().get("authenticateMetricsEndpoint", False)
+    return str(value).strip().lower() == "true"
 
 
 def install_auth(app: FastAPI) -> None:

@@ -240,3 +240,11 @@ def test_websocket_routes_are_authenticated_and_authorized(tmp_path) -> None:
                 ws.receive_text()
             assert err.value.code == 1008
     asyncio.run(svc.authentication.aclose())
+
+
+async def test_metrics_authenticated_when_configured(secured_app) -> None:
+    secured_app.state.broker_service.config = SimpleNamespace(
+        as_properties=lambda: {"authenticateMetricsEndpoint": "true"}
+    )
+    assert (await call(secured_app, "GET", "/metrics")).status_code == 401
+    assert (await call(secured_app, "GET", "/metrics", bearer(ADMIN2))).status_code == 200
