@@ -50,6 +50,7 @@ from __future__ import annotations
 import enum
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -120,6 +121,7 @@ _LIT = r"[A-Za-z][A-Za-z0-9_-]*"  # a literal path segment (no parameter)
 _PARAM = r"\{[A-Za-z_]+\}"
 _ANY = None  # every method
 WEBSOCKET = "WEBSOCKET"  # the pseudo-method of a WebSocket route
+MAX_CACHED_PATHS = 4096  # request paths whose route match is remembered (LRU)
 
 _N, _T, _TO = NamespaceOperation, TopicOperation, TenantOperation
 
@@ -243,6 +245,10 @@ class AuthMiddleware:
         self.fastapi_app = fastapi_app
         self._routes: list[BaseRoute] | None = None
         self._rules: dict[tuple[str, str], Rule | None] = {}
+        # (scope type, method, path) -> the route found, least recently used first
+        self._matches: OrderedDict[tuple[str, str, str], tuple[tuple[str, dict[str, Any]] | None]] = (
+            OrderedDict()
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -272,13 +278,23 @@ class AuthMiddleware:
         return self._rules[key]
 
     def _match(self, scope: Scope) -> tuple[str, dict[str, Any]] | None:
+        key = (scope["type"], scope.get("method", WEBSOCKET), scope.get("path", ""))
+        cached = self._matches.get(key)
+        if cached is not None:
+            self._matches.move_to_end(key)
+            return cached[0]
         if self._routes is None:
             self._routes = list(iter_routes(self.fastapi_app.routes))
+        found: tuple[str, dict[str, Any]] | None = None
         for route in self._routes:
             match, child = route.matches(scope)
             if match is Match.FULL:
-                return getattr(route, "path", ""), dict(child.get("path_params") or {})
-        return None
+                found = getattr(route, "path", ""), dict(child.get("path_params") or {})
+                break
+        self._matches[key] = (found,)
+        if len(self._matches) > MAX_CACHED_PATHS:
+            self._matches.popitem(last=False)
+        return found
 
     async def _check(self, scope: Scope, authn: Any, authz: Any) -> str | None:
         found = self._match(scope)
