@@ -137,3 +137,70 @@ def test_auto_topic_creation_override(http: httpx.Client, client: pulsar.Client)
     assert http.post(f"{V2}/namespaces/enf/auto/autoTopicCreation", json=body).status_code == 204
     client.create_producer("persistent://enf/auto/yes").close()
     assert http.get(f"{V2}/persistent/enf/auto/yes/partitions").json()["partitions"] == 2
+
+
+def _ledgers(http: httpx.Client, path: str) -> int:
+    return len(http.get(f"{V2}/persistent/{path}/internalStats").json()["ledgers"])
+
+
+def test_retention_keeps_then_trims_ledgers(http: httpx.Client, client: pulsar.Client) -> None:
+    # the module's standalone rolls a ledger every 5 entries (managedLedgerMaxEntriesPerLedger)
+    http.put(f"{V2}/tenants/enf", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enf/ret").status_code == 204
+    keep = {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
+    assert http.post(f"{V2}/namespaces/enf/ret/retention", json=keep).status_code == 204
+    t = "persistent://enf/ret/t"
+    consumer = client.subscribe(t, "s")
+    time.sleep(SETTLE_S)  # a freshly loaded topic gets its policies on the enforcer's next pass
+    p = client.create_producer(t, batching_enabled=False)
+    for i in range(22):
+        p.send(b"r%d" % i)
+    for _ in range(22):
+        consumer.acknowledge(consumer.receive(5000))
+    time.sleep(SETTLE_S * 2)
+    kept = _ledgers(http, "enf/ret/t")
+    assert kept >= 4  # everything consumed, yet retained
+    assert http.delete(f"{V2}/namespaces/enf/ret/retention").status_code == 204  # default: keep nothing
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _ledgers(http, "enf/ret/t") >= kept:
+        time.sleep(0.2)
+    assert _ledgers(http, "enf/ret/t") < kept
+    consumer.close()
+    p.close()
+
+
+def test_backlog_quota_producer_exception(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-quota"
+    base = f"{V2}/persistent/{NS}/enf-quota"
+    assert http.put(base).status_code == 204
+    assert http.put(f"{base}/subscription/s", json={"ledgerId": -1, "entryId": -1}).status_code == 204
+    p = client.create_producer(t, batching_enabled=False)
+    for _ in range(10):
+        p.send(b"q" * 100)
+    p.close()
+    quota = {"limitSize": 500, "limitTime": -1, "policy": "producer_exception"}
+    assert http.post(f"{base}/backlogQuota", json=quota).status_code == 204
+    with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
+        client.create_producer(t)
+    assert http.post(f"{base}/subscription/s/skip_all").status_code == 204
+    client.create_producer(t).close()  # backlog gone: admitted again
+
+
+def test_backlog_quota_consumer_backlog_eviction(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-evict"
+    base = f"{V2}/persistent/{NS}/enf-evict"
+    assert http.put(base).status_code == 204
+    assert http.put(f"{base}/subscription/s", json={"ledgerId": -1, "entryId": -1}).status_code == 204
+    p = client.create_producer(t, batching_enabled=False)
+    for _ in range(20):
+        p.send(b"e" * 100)
+    assert http.get(f"{base}/stats").json()["subscriptions"]["s"]["msgBacklog"] == 20
+    quota = {"limitSize": 600, "limitTime": -1, "policy": "consumer_backlog_eviction"}
+    assert http.post(f"{base}/backlogQuota", json=quota).status_code == 204
+    deadline = time.monotonic() + 10
+    backlog = 20
+    while time.monotonic() < deadline and backlog == 20:
+        backlog = http.get(f"{base}/stats").json()["subscriptions"]["s"]["msgBacklog"]
+        time.sleep(0.2)
+    assert 0 < backlog < 20  # the oldest were evicted, the newest kept
+    p.close()

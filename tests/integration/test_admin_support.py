@@ -19,6 +19,8 @@ FAST_PROPERTIES = {
     "statsUpdateFrequencyInSecs": "1",
     "forceDeleteNamespaceAllowed": "true",
     "brokerDeleteInactiveTopicsEnabled": "false",
+    "managedLedgerMaxEntriesPerLedger": "5",
+    "managedLedgerMinLedgerRolloverTimeMinutes": "0",
 }
 
 

@@ -17,6 +17,22 @@ from typing import Any
 
 from magnetar.broker import errors
 
+
+class ProducerBlockedQuotaExceededError(errors.BrokerError):
+    """producer_request_hold: the client retries until the backlog shrinks."""
+
+    server_error = errors.Code.ProducerBlockedQuotaExceededError
+    http_status = 412
+
+
+class ProducerBlockedQuotaExceededException(errors.BrokerError):  # noqa: N818 -- Pulsar's name
+    """producer_exception: the client fails the producer creation."""
+
+    server_error = errors.Code.ProducerBlockedQuotaExceededException
+    http_status = 412
+
+
+QUOTA_BLOCKING = ("producer_exception", "producer_request_hold")
 SUB_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
 
 
@@ -28,6 +44,16 @@ def check_producer(topic: Any) -> None:
     """Raise when a new producer may not attach: terminated topic, max producers."""
     if getattr(topic.ml, "is_terminated", False):
         raise errors.TopicTerminatedError(f"Topic {topic.name} was already terminated")
+    quota = _limits(topic).get("backlogQuota") or {}
+    if quota.get("policy") in QUOTA_BLOCKING and quota.get("limitSize", -1) >= 0:
+        if backlog_bytes(topic) > quota["limitSize"]:
+            if quota["policy"] == "producer_exception":
+                raise ProducerBlockedQuotaExceededException(
+                    f"Cannot create producer on topic with backlog quota exceeded: {topic.name}"
+                )
+            raise ProducerBlockedQuotaExceededError(
+                f"Cannot create producer on topic with backlog quota exceeded: {topic.name}"
+            )
     limit = _limits(topic).get("maxProducers") or 0
     if limit and len(topic.producers) >= limit:
         raise errors.ProducerBusyError(f"Topic '{topic.name}' reached max producers limit")
@@ -53,3 +79,11 @@ def check_subscribe(topic: Any, subscription: str, sub_type: int) -> None:
 def unacked_limit_on_consumer(topic: Any, default: int) -> int:
     value = _limits(topic).get("maxUnackedMessagesOnConsumer")
     return default if value is None else int(value)
+
+
+def backlog_bytes(topic: Any) -> int:
+    """The topic's backlog size: the largest over its durable cursors (Pulsar's backlogSize)."""
+    sizes = [
+        c.estimated_backlog_size_bytes() for c in topic.ml.cursors.values() if getattr(c, "durable", True)
+    ]
+    return max(sizes, default=0)

@@ -289,6 +289,11 @@ class TopicOps:
     async def last_message_id(self, topic: str) -> dict:
         (t,) = await self._topics(topic, allow_partitioned=False)
         pos, batch_index = await t.last_message_id()
+        if pos.entry_id < 0:  # a fresh, empty ledger after a roll: the last message is before it
+            earlier = [li for li in t.ml.ledgers() if li.ledger_id < pos.ledger_id and li.entries > 0]
+            if earlier:
+                pos = Position(earlier[-1].ledger_id, earlier[-1].entries - 1)
+                batch_index = -1
         out = {"ledgerId": pos.ledger_id, "entryId": pos.entry_id, "partitionIndex": t.partition_index}
         if batch_index >= 0:
             out["batchIndex"] = batch_index
@@ -299,11 +304,12 @@ class TopicOps:
         if not ref.persistent:
             raise errors.InvalidPartitionCountError("Termination of a non-persistent topic is not allowed")
         (t,) = await self._topics(topic, allow_partitioned=False)
-        pos = await asyncio.wait_for(t.ml.terminate(), timeout=30)
+        await asyncio.wait_for(t.ml.terminate(), timeout=30)
         for p in list(t.producers.values()):
             p.cnx.broker_closed_producer(p)
             t.remove_producer(p)
-        return {"ledgerId": pos.ledger_id, "entryId": pos.entry_id, "partitionIndex": t.partition_index}
+        last = await self.last_message_id(topic)
+        return {"ledgerId": last["ledgerId"], "entryId": last["entryId"], "partitionIndex": t.partition_index}
 
     async def terminate_partitions(self, topic: str) -> None:
         ref = parse_topic(topic)

@@ -31,6 +31,7 @@ restart.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 from urllib.parse import quote
@@ -218,6 +219,8 @@ class PolicyEnforcer:
                     name: await self._policies.effective(topic.ref, BY_NAME[name])
                     for name in ADMISSION_POLICIES
                 }
+                await self._apply_storage(topic)
+                await self._apply_backlog_quota(topic)
                 if ttl and ttl > 0:
                     for name, cursor in list(topic.ml.cursors.items()):
                         try:
@@ -227,3 +230,56 @@ class PolicyEnforcer:
                                     sub.dispatcher.notify()
                         except Exception:
                             log.debug("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
+
+    async def _apply_storage(self, topic: Any) -> None:
+        """Retention and persistence: a new managed-ledger config when the effective one changed.
+
+        Retention takes effect at once (consumed ledgers beyond it are trimmed now); the
+        ensemble/quorums apply to the ledgers created from now on, as in Pulsar.
+        """
+        from magnetar.broker.admin.policies import BY_NAME
+
+        base = self._svc.config.managed_ledger_config()
+        ret = await self._policies.effective(topic.ref, BY_NAME["retention"]) or {}
+        pers = await self._policies.effective(topic.ref, BY_NAME["persistence"]) or {}
+        minutes = ret.get("retentionTimeInMinutes", 0)
+        size_mb = ret.get("retentionSizeInMB", 0)
+        changes = {
+            "retention_time_ms": -1 if minutes < 0 else minutes * 60_000,
+            "retention_size_bytes": -1 if size_mb < 0 else size_mb * 1024 * 1024,
+        }
+        if pers:
+            changes.update(
+                ensemble_size=pers["bookkeeperEnsemble"],
+                write_quorum=pers["bookkeeperWriteQuorum"],
+                ack_quorum=pers["bookkeeperAckQuorum"],
+            )
+        cfg = dataclasses.replace(base, **changes)
+        if getattr(topic, "applied_ml_config", None) == cfg:
+            return
+        await topic.ml.set_config(cfg)
+        topic.applied_ml_config = cfg
+        await topic.ml.trim_consumed_ledgers()
+
+    async def _apply_backlog_quota(self, topic: Any) -> None:
+        """``destination_storage`` quota: remember it for producer admission; evict when asked."""
+        doc = await self._policies.document(topic.ref)
+        quotas = doc.get("backLogQuotaMap") or {}
+        if not quotas:
+            ns = await self._svc.resources.namespaces.get(topic.ref.namespace) or {}
+            quotas = ns.get("backlog_quota_map") or {}
+        quota = quotas.get("destination_storage")
+        topic.policy_limits["backlogQuota"] = quota
+        if not quota or quota.get("policy") != "consumer_backlog_eviction":
+            return
+        limit = quota.get("limitSize", -1)
+        if limit is None or limit < 0:
+            return
+        for name, cursor in list(topic.ml.cursors.items()):
+            evicted = False
+            while cursor.estimated_backlog_size_bytes() > limit and cursor.number_of_entries_in_backlog() > 0:
+                await cursor.skip_entries(1)
+                evicted = True
+            sub = topic.subscriptions.get(name)
+            if evicted and sub is not None and sub.dispatcher is not None:
+                sub.dispatcher.notify()
