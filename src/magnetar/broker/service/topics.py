@@ -102,7 +102,9 @@ class TopicRegistry:
         ``explicit`` (admin creation) bypasses the auto-creation policy.
         """
         if not ref.persistent:
-            raise errors.NotAllowedError("Non-persistent topics are not supported yet")
+            from magnetar.broker.service.nonpersistent_topic import get_non_persistent_topic
+
+            return await get_non_persistent_topic(self, self._svc, ref, create)
         fut = self._topics.get(ref.full_name)
         if fut is None:
             await self._svc.require_namespace(ref.namespace)
