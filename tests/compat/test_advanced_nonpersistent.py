@@ -65,3 +65,24 @@ def test_non_persistent_drops_without_permits_and_counts_them(client, standalone
     assert sub["msgDropCount"] == 100 - 5, sub
     consumer.close()
     producer.close()
+
+
+def test_terminated_topic_refuses_producers_and_consumers_still_read(client, standalone, topic):
+    """Terminate (admin REST): producers get TopicTerminated; cpp consumers keep their connection
+    (REACHED_END_OF_TOPIC would close it, so it is not sent) and read everything stored."""
+    producer = client.create_producer(topic, batching_enabled=False)
+    consumer = client.subscribe(topic, "t", initial_position=pulsar.InitialPosition.Earliest)
+    for i in range(5):
+        producer.send(f"m{i}".encode())
+    url = f"{standalone.web_url}/admin/v2/persistent/public/default/{topic.rsplit('/', 1)[1]}/terminate"
+    req = urllib.request.Request(url, method="POST", data=b"")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        last = json.loads(r.read())
+    assert last["entryId"] == 4
+    with pytest.raises(pulsar.PulsarException) as info:
+        producer.send(b"too-late")
+    with pytest.raises(pulsar.TopicTerminated):
+        client.create_producer(topic)
+    assert _drain(consumer) == [f"m{i}".encode() for i in range(5)]
+    assert info.value is not None
+    consumer.close()
