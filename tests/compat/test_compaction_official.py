@@ -79,7 +79,9 @@ def wait_status(http: httpx.Client, path: str, want: str = "SUCCESS") -> dict:
 
 def produce_updates(client, topic: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """10,000 updates over 100 keys, then deletes; the expected latest map."""
-    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=100)
+    producer = client.create_producer(
+        topic, batching_enabled=True, batching_max_messages=100, block_if_queue_full=True
+    )
     latest: dict[str, str] = {}
     for i in range(N_UPDATES):
         key = f"k{i % N_KEYS}"

@@ -43,9 +43,11 @@ from magnetar.broker.compaction import (
     CompactorConfig,
     compaction_backlog_bytes,
 )
+from magnetar.broker.compaction.framing import decode_compacted_entry
 from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
 from magnetar.broker.service.names import parse_topic
 from magnetar.managed_ledger.api import Position
+from magnetar.protocol.payload import is_batch, num_messages, peek_metadata
 
 if TYPE_CHECKING:
     from magnetar.broker.service.broker_service import BrokerService
@@ -205,6 +207,27 @@ class CompactedDispatcher(SingleActiveConsumerDispatcher):
             return True  # a rewind/seek happened while reading: drop what was read
         self.deliver([self._outbound(e) for e in entries])
         return True
+
+    async def last_message_id(self, last: Position, batch_index: int) -> tuple[Position, int]:
+        """GET_LAST_MESSAGE_ID for this view: when the topic's last entry is at or before the
+        horizon, the last entry *of the compacted ledger* (as Pulsar answers read_compacted
+        consumers).  The topic's own last batch may have lost messages or vanished in
+        compaction, and a client waiting for its original last index would wait forever."""
+        horizon = self.reader.horizon
+        if horizon is None or last > horizon.position:
+            return last, batch_index
+        bk = self.reader._bk  # noqa: SLF001 - the reader's own BookKeeper client
+        handle = await bk.open_ledger(horizon.ledger_id, password=self.reader._password, recovery=False)  # noqa: SLF001
+        try:
+            lac = handle.last_add_confirmed
+            if lac < 0:
+                return Position(-1, -1), -1  # everything was deleted: nothing to read
+            (entry,) = await handle.read(lac, lac)
+        finally:
+            await handle.close()
+        position, stored = decode_compacted_entry(entry.data)
+        meta = peek_metadata(stored)
+        return position, (num_messages(meta) - 1 if is_batch(meta) else -1)
 
     async def close(self) -> None:
         await super().close()

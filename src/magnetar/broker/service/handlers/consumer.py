@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
 from magnetar.broker.admin.admission import check_subscribe, unacked_limit_on_consumer
-from magnetar.broker.service.compacted_dispatch import enable_read_compacted
+from magnetar.broker.service.compacted_dispatch import CompactedDispatcher, enable_read_compacted
 from magnetar.broker.service.consumer import Consumer
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.schemas import check_consumer_schema
@@ -225,6 +225,8 @@ async def handle_get_last_message_id(cnx: Connection, frame: Any) -> None:
         raise errors.ConsumerNotFoundError(f"Consumer {cmd.consumer_id} not found")
     topic = consumer.subscription.topic
     pos, batch_index = await topic.last_message_id()
+    if isinstance(consumer.subscription.dispatcher, CompactedDispatcher):
+        pos, batch_index = await consumer.subscription.dispatcher.last_message_id(pos, batch_index)
     md = consumer.subscription.cursor.mark_delete_position
     cnx.write(
         cmds.get_last_message_id_response(
