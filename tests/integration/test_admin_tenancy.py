@@ -286,3 +286,29 @@ def test_validation_errors_have_reason(http: httpx.Client) -> None:
     assert r.status_code in (400, 422) and reason_of(r)
     r = http.get(f"{V2}/no/such/path/at/all/here/x")
     assert r.status_code == 404 and reason_of(r)
+
+
+def test_brokers_and_bookies(http: httpx.Client, standalone) -> None:  # type: ignore[no-untyped-def]
+    me = standalone.web_url.split("://", 1)[1]
+    assert http.get(f"{V2}/brokers").json() == [me]
+    assert http.get(f"{V2}/brokers/standalone").json() == [me]
+    assert http.get(f"{V2}/brokers/nope").status_code == 404
+    assert http.get(f"{V2}/brokers/leaderBroker").json() == {"serviceUrl": standalone.web_url, "brokerId": me}
+    owned = http.get(f"{V2}/brokers/standalone/{me}/ownedNamespaces").json()
+    assert owned["public/default/0x00000000_0x40000000"]["broker_assignment"] == "primary"
+    assert http.get(f"{V2}/brokers/health").text == "ok"
+    names = http.get(f"{V2}/brokers/configuration").json()
+    assert "maxUnackedMessagesPerConsumer" in names
+    assert http.post(f"{V2}/brokers/configuration/maxUnackedMessagesPerConsumer/123").status_code == 204
+    assert http.get(f"{V2}/brokers/configuration/values").json()["maxUnackedMessagesPerConsumer"] == "123"
+    assert http.get(f"{V2}/brokers/configuration/runtime").json()["maxUnackedMessagesPerConsumer"] == "123"
+    assert http.post(f"{V2}/brokers/configuration/maxUnackedMessagesPerConsumer/abc").status_code == 412
+    assert http.post(f"{V2}/brokers/configuration/clusterName/x").status_code == 412
+    assert http.delete(f"{V2}/brokers/configuration/maxUnackedMessagesPerConsumer").status_code == 204
+    assert "maxUnackedMessagesPerConsumer" not in http.get(f"{V2}/brokers/configuration/values").json()
+    bookies = http.get(f"{V2}/bookies/all").json()["bookies"]
+    assert len(bookies) >= 1 and ":" in bookies[0]["bookieId"]
+    assert http.get(f"{V2}/bookies/racks-info").json() == {}
+    doc = http.get("/openapi.json").json()
+    assert "/admin/v2/namespaces/{tenant}/{namespace}/retention" in doc["paths"]
+    assert "RetentionPolicies" in doc["components"]["schemas"]

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 from importlib import metadata as importlib_metadata
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 
+from magnetar.web.deps import admin, no_content
 from magnetar.web.errors import WebError
 
 router = APIRouter(tags=["brokers"])
@@ -59,3 +60,80 @@ async def version() -> str:
         return importlib_metadata.version("magnetar")
     except importlib_metadata.PackageNotFoundError:
         return "0.0.0"
+
+
+# ---------------------------------------------------------------- broker list, leader, config, bookies
+B = "/admin/v2/brokers"
+
+
+@router.get(B)
+async def list_brokers(request: Request) -> list[str]:
+    return await admin(request).brokers.list_brokers()
+
+
+@router.get(B + "/leaderBroker")
+async def leader_broker(request: Request) -> dict:
+    return admin(request).brokers.leader()
+
+
+@router.get(B + "/configuration")
+async def dynamic_config_names(request: Request) -> list[str]:
+    return admin(request).brokers.dynamic_names()
+
+
+@router.get(B + "/configuration/values")
+async def dynamic_config_values(request: Request) -> dict[str, str]:
+    return await admin(request).brokers.overrides()
+
+
+@router.get(B + "/configuration/runtime")
+async def runtime_config(request: Request) -> dict[str, str]:
+    return admin(request).brokers.runtime()
+
+
+@router.post(B + "/configuration/{configName}/{configValue}", status_code=204)
+async def update_dynamic_config(request: Request, configName: str, configValue: str) -> Response:  # noqa: N803
+    await admin(request).brokers.update(configName, configValue)
+    return no_content()
+
+
+@router.delete(B + "/configuration/{configName}", status_code=204)
+async def delete_dynamic_config(request: Request, configName: str) -> Response:  # noqa: N803
+    await admin(request).brokers.delete(configName)
+    return no_content()
+
+
+@router.get(B + "/internal-configuration")
+async def internal_configuration(request: Request) -> dict:
+    return admin(request).brokers.internal_configuration()
+
+
+@router.get(B + "/backlog-quota-check", status_code=204)
+async def backlog_quota_check(request: Request) -> Response:
+    await admin(request).enforcer.apply_all()
+    return no_content()
+
+
+@router.get(B + "/{cluster}")
+async def list_cluster_brokers(request: Request, cluster: str) -> list[str]:
+    return await admin(request).brokers.list_brokers(cluster)
+
+
+@router.get(B + "/{cluster}/{broker}/ownedNamespaces")
+async def owned_namespaces(request: Request, cluster: str, broker: str) -> dict:
+    return await admin(request).brokers.owned_namespaces(cluster, broker)
+
+
+@router.get("/admin/v2/bookies/all")
+async def all_bookies(request: Request) -> dict:
+    return await admin(request).brokers.bookies()
+
+
+@router.get("/admin/v2/bookies/racks-info")
+async def racks_info(request: Request) -> dict:
+    return {}
+
+
+@router.get("/admin/v2/bookies/racks-info/{bookie}")
+async def rack_info(request: Request, bookie: str) -> dict:
+    raise WebError(404, "Bookie address not found")

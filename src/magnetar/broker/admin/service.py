@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from magnetar.broker.admin.brokers import BrokerAdmin
 from magnetar.broker.admin.namespaces import NamespaceAdmin
 from magnetar.broker.admin.tenancy import TenancyAdmin
 from magnetar.broker.admin.topic_ops import TopicOps
@@ -16,6 +17,7 @@ class AdminService:
     def __init__(self, svc: Any, *, policy_check_interval_s: float | None = None) -> None:
         self.svc = svc
         self.tenancy = TenancyAdmin(svc)
+        self.brokers = BrokerAdmin(svc)
         self.namespaces = NamespaceAdmin(svc)
         self.topics = TopicOps(svc)
         self.topic_policies = TopicPolicyAdmin(svc)

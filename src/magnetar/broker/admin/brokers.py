@@ -1,0 +1,145 @@
+"""Broker-level admin: broker list, leader, owned namespaces, dynamic configuration, bookies.
+
+Theory of operation: a standalone is one broker that owns every bundle and is
+its own leader, so the broker list is this broker's ``host:webPort`` and the
+owned namespaces are every namespace's bundles.  Dynamic configuration
+follows Pulsar: only keys in :data:`DYNAMIC_KEYS` may change at run time;
+overrides are stored as one JSON map at ``/admin/configuration`` (the
+metadata store, so they survive a restart) and applied at once to the live
+``BrokerConfig`` (``svc.config = svc.config.with_overrides(...)``), which the
+broker reads for new producers, consumers and topics.  An invalid value is a
+412, as is a key that is not dynamic.  Bookies are read from BookKeeper's
+registration path (``/ledgers/available``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from magnetar.bookie.api import AVAILABLE_PATH, READONLY_PATH
+from magnetar.broker import errors
+from magnetar.broker.resources.base import JsonStore
+from magnetar.broker.resources.namespaces import bundle_boundaries
+
+CONFIG_PATH = "/admin/configuration"
+DYNAMIC_KEYS = (
+    "maxUnackedMessagesPerConsumer",
+    "maxUnackedMessagesPerSubscription",
+    "maxProducersPerTopic",
+    "maxConsumersPerTopic",
+    "maxConsumersPerSubscription",
+    "brokerDeleteInactiveTopicsEnabled",
+    "allowAutoTopicCreation",
+    "allowAutoTopicCreationType",
+    "defaultNumPartitions",
+    "allowAutoSubscriptionCreation",
+    "subscriptionTypesEnabled",
+    "maxNumPartitionsPerPartitionedTopic",
+    "brokerShutdownTimeoutMs",
+    "defaultRetentionTimeInMinutes",
+    "defaultRetentionSizeInMB",
+)
+
+
+class BrokerAdmin:
+    def __init__(self, svc: Any) -> None:
+        self._svc = svc
+        self._js = JsonStore(svc.metadata_store)
+        self._initial = svc.config  # what a deleted override falls back to
+
+    def broker_id(self) -> str:
+        return self._svc.web_service_url().split("://", 1)[-1]
+
+    async def list_brokers(self, cluster: str | None = None) -> list[str]:
+        if cluster is not None and not await self._svc.resources.clusters.exists(cluster):
+            raise errors.ClusterNotFoundError("Cluster does not exist")
+        return [self.broker_id()]
+
+    def leader(self) -> dict:
+        return {"serviceUrl": self._svc.web_service_url(), "brokerId": self.broker_id()}
+
+    async def owned_namespaces(self, cluster: str, broker: str) -> dict:
+        if not await self._svc.resources.clusters.exists(cluster):
+            raise errors.ClusterNotFoundError("Cluster does not exist")
+        if broker != self.broker_id():
+            raise errors.PreconditionFailedError(f"Broker {broker} is not this broker ({self.broker_id()})")
+        out: dict[str, dict] = {}
+        for tenant in await self._svc.resources.tenants.list():
+            for ns in await self._svc.resources.namespaces.list(tenant):
+                pol = await self._svc.resources.namespaces.get(ns) or {}
+                b = (pol.get("bundles") or {}).get("boundaries") or bundle_boundaries(1)
+                for lo, hi in zip(b, b[1:], strict=False):
+                    out[f"{ns}/{lo}_{hi}"] = {
+                        "broker_assignment": "primary",
+                        "is_controlled": False,
+                        "is_active": True,
+                    }
+        return out
+
+    # ------------------------------------------------------------ dynamic configuration
+    def dynamic_names(self) -> list[str]:
+        props = self._svc.config.as_properties()
+        return sorted(k for k in DYNAMIC_KEYS if k in props)
+
+    async def overrides(self) -> dict[str, str]:
+        return dict(await self._js.get(CONFIG_PATH) or {})
+
+    def runtime(self) -> dict[str, str]:
+        out = {}
+        for k, v in self._svc.config.as_properties().items():
+            secret = any(w in k.lower() for w in ("password", "secret", "token"))
+            out[k] = "****" if secret and v else ("" if v is None else _text(v))
+        return out
+
+    async def update(self, name: str, value: str) -> None:
+        if name not in self.dynamic_names():
+            raise errors.PreconditionFailedError(f"Can't update non-dynamic configuration {name}")
+        try:
+            new_config = self._svc.config.with_overrides({name: value})
+        except (ValueError, TypeError) as exc:
+            raise errors.PreconditionFailedError(
+                f"Invalid dynamic-config value {value!r} for {name}: {exc}"
+            ) from None
+        if not await self._js.exists(CONFIG_PATH):
+            await self._js.create(CONFIG_PATH, {})
+        await self._js.update(CONFIG_PATH, lambda d: {**d, name: value})
+        self._svc.config = new_config
+
+    async def delete(self, name: str) -> None:
+        if name not in self.dynamic_names():
+            raise errors.PreconditionFailedError(f"Can't update non-dynamic configuration {name}")
+        if await self._js.exists(CONFIG_PATH):
+            await self._js.update(CONFIG_PATH, lambda d: {k: v for k, v in d.items() if k != name})
+        original = self._initial.as_properties().get(name)
+        self._svc.config = self._svc.config.with_overrides({name: original})
+
+    def internal_configuration(self) -> dict:
+        url = getattr(self._svc.config, "metadata_store_url", "") or None
+        return {
+            "zookeeperServers": url,
+            "configurationStoreServers": url,
+            "ledgersRootPath": "/ledgers",
+            "bookkeeperMetadataServiceUri": None,
+            "stateStorageServiceUrl": None,
+            "metadataStoreUrl": url,
+            "configurationMetadataStoreUrl": url,
+        }
+
+    # ------------------------------------------------------------ bookies
+    async def bookies(self) -> dict:
+        store = self._svc.metadata_store
+        ids: set[str] = set()
+        for path in (AVAILABLE_PATH, READONLY_PATH):
+            try:
+                ids.update(c for c in await store.children(path) if c != "readonly")
+            except Exception:  # the path does not exist yet: no bookie registered
+                continue
+        return {"bookies": [{"bookieId": b} for b in sorted(ids)]}
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, list | tuple | set | frozenset):
+        return ",".join(str(x) for x in v)
+    return str(v)
