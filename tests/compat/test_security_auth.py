@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -417,3 +419,38 @@ def test_http_service_urls_with_basic_and_token(secured) -> None:
     )
     bad = pulsar.AuthenticationBasic("alice", "wrong")
     assert produce(secured.proc.web_url, unique(), authentication=bad) != "ok"
+
+
+def admin_cli(secured, *args: str, url: str | None = None, extra: tuple[str, ...] = ()) -> tuple[int, str]:
+    cmd = [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", url or secured.proc.web_url]
+    out = subprocess.run([*cmd, *extra, *args], capture_output=True, text=True, timeout=60, check=False)
+    return out.returncode, out.stdout + out.stderr
+
+
+def test_magnetar_admin_cli_with_token_basic_and_tls_credentials(secured) -> None:
+    tok = ("--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken", "--auth-params")
+    code, out = admin_cli(secured, "tenants", "list", extra=(*tok, f"token:{token(SUPER)}"))
+    assert code == 0 and "sec" in out, out
+    code, out = admin_cli(secured, "tenants", "list", extra=(*tok, f"token:{token('sec-admin')}"))
+    assert code != 0 and "super-user" in out, out  # 403 with the broker's reason
+    code, out = admin_cli(secured, "namespaces", "list", "sec", extra=(*tok, f"token:{token('sec-admin')}"))
+    assert code == 0 and "sec/ns" in out, out
+    code, out = admin_cli(secured, "tenants", "list")
+    assert code != 0, out  # no credentials: anonymous role, not a super-user
+
+    basic = ("--auth-plugin", "basic", "--auth-params", '{"userId": "alice", "password": "alice-pw"}')
+    code, out = admin_cli(secured, "tenants", "list", extra=basic)
+    assert code == 0 and "sec" in out, out
+
+    cert = secured.pki.clients[SUPER]
+    tls = (
+        "--auth-plugin",
+        "tls",
+        "--auth-params",
+        f"tlsCertFile:{cert.cert_file},tlsKeyFile:{cert.key_file}",
+        "--tls-trust-cert-path",
+        secured.pki.ca_cert_file,
+        "--tls-enable-hostname-verification",
+    )
+    code, out = admin_cli(secured, "tenants", "list", url=secured.https_url, extra=tls)
+    assert code == 0 and "sec" in out, out
