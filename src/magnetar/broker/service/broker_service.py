@@ -34,6 +34,7 @@ from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
 from magnetar.broker.service.admin import TopicAdmin
 from magnetar.broker.service.compacted_dispatch import BrokerCompaction
 from magnetar.broker.service.connection import Connection
+from magnetar.broker.service.inactive_topics import max_inactive_ms, retire_inactive_topic
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.rates import sample_topic
 from magnetar.broker.service.topics import TopicRegistry
@@ -126,18 +127,16 @@ class BrokerService(TopicAdmin):
         self._started = True
 
     async def _unload_idle_topics(self) -> None:
-        """Unload topics nobody used for a whole check interval (memory stays bounded).
-
-        Pulsar *deletes* such topics when they have no subscriptions; we only unload them
-        (ledger closed, data kept): nothing acknowledged to a producer is ever dropped.
-        """
+        """Retire topics nobody used for a whole check interval: deleted when
+        ``brokerDeleteInactiveTopicsMode`` allows (as Pulsar does), otherwise unloaded
+        (see :mod:`inactive_topics`)."""
         interval_s = max(1, self.config.broker_delete_inactive_topics_frequency_seconds)
         while True:
             await self.clock.sleep(interval_s)
             now_ms = self.clock.time_ms()
             for topic in self.topics.loaded():
-                if topic.active and topic.idle_since_ms(now_ms) >= interval_s * 1000:
-                    await self.topics.unload(topic.ref)
+                if topic.active and topic.idle_since_ms(now_ms) >= max_inactive_ms(self.config):
+                    await retire_inactive_topic(self, topic)
 
     async def _sample_rates(self) -> None:
         interval_s = max(1, self.config.stats_update_frequency_in_secs)
