@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from magnetar.broker.admin.service import AdminService
 from magnetar.web import (
@@ -33,6 +33,7 @@ from magnetar.web import (
 )
 from magnetar.web.auth import install_auth
 from magnetar.web.errors import install_error_handlers
+from magnetar.web.paths import validate_path_names
 
 # Order matters: the topic routes start with a ``{domain}`` segment, so every literal
 # prefix (clusters, tenants, namespaces, schemas, brokers) is registered first.
@@ -57,7 +58,13 @@ def create_app(
     title: str = "magnetar broker",
 ) -> FastAPI:
     """``health_check``: an async callable that raises when the broker cannot serve (see brokers.py)."""
-    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url="/openapi.json")
+    app = FastAPI(
+        title=title,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+        dependencies=[Depends(validate_path_names)],
+    )
     app.state.broker_service = broker_service
     # A bare fake service (unit tests of lookup/partitions) has no metadata resources.
     has_admin = hasattr(broker_service, "resources") and hasattr(broker_service, "metadata_store")

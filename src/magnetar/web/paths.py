@@ -9,7 +9,28 @@ layer takes and refuse a domain Pulsar does not know.
 
 from __future__ import annotations
 
+import re
+
+from fastapi import Request
+
 from magnetar.web.errors import WebError
+
+NAME_RE = re.compile(r"^[-=:.\w]+$")
+STRICT_PARAMS = ("tenant", "namespace", "cluster")
+SEGMENT_LEN_MAX = 1024
+
+
+async def validate_path_names(request: Request) -> None:
+    """Every route's dependency: Pulsar's name rule for tenants/namespaces/clusters (412),
+    and no control characters or over-long segments in any other path parameter."""
+    for key, value in request.path_params.items():
+        if not isinstance(value, str):
+            continue
+        if key in STRICT_PARAMS and (not NAME_RE.match(value) or value in (".", "..")):
+            raise WebError(412, f"{key.capitalize()} name is not valid: {value!r}")
+        if len(value) > SEGMENT_LEN_MAX or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+            raise WebError(412, f"Invalid {key}: {value[:64]!r}")
+
 
 DOMAINS = ("persistent", "non-persistent")
 
