@@ -217,7 +217,10 @@ def test_compaction_threshold_triggers_automatically(client, http) -> None:
     reader = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
     got = read_all(reader)
     reader.close()
-    assert dict((k, v) for k, v in got[:4]) == {f"k{j}": f"value-{196 + j:05d}".encode() for j in range(4)}
+    # The monitor may have compacted while the producer was still sending: the view is the
+    # compacted prefix then the live rest; folded, it is the latest value per key.
+    assert dict(got) == {f"k{j}": f"value-{196 + j:05d}".encode() for j in range(4)}
+    assert len(got) < 200  # some superseded values were compacted away
 
 
 def test_compaction_errors(http) -> None:
