@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from fastapi import Request
+from starlette.requests import HTTPConnection
 
 from magnetar.web.errors import WebError
 
@@ -20,7 +20,7 @@ STRICT_PARAMS = ("tenant", "namespace", "cluster")
 SEGMENT_LEN_MAX = 1024
 
 
-async def validate_path_names(request: Request) -> None:
+async def validate_path_names(request: HTTPConnection) -> None:
     """Every route's dependency: Pulsar's name rule for tenants/namespaces/clusters (412),
     and no control characters or over-long segments in any other path parameter."""
     for key, value in request.path_params.items():
