@@ -106,3 +106,19 @@ def test_dedup_of_batches_and_snapshot_on_clean_restart(dedup_broker):
     got = _read_all(client, topic)
     client.close()
     assert got == [f"b{i}".encode() for i in range(21)]
+
+
+def test_dedup_shows_in_topic_stats_without_a_phantom_subscription(dedup_broker):
+    import json
+    import urllib.request
+
+    topic = f"persistent://public/default/dedups-{uuid.uuid4().hex[:8]}"
+    client = _client(dedup_broker.broker_url)
+    p = client.create_producer(topic, producer_name="sp")
+    p.send(b"x")
+    url = f"{dedup_broker.web_url}/admin/v2/persistent/public/default/{topic.rsplit('/', 1)[1]}/stats"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        stats = json.loads(r.read())
+    client.close()
+    assert stats["deduplicationStatus"] == "Enabled"
+    assert "pulsar.dedup" not in stats["subscriptions"]

@@ -32,7 +32,7 @@ _SUMMED = (
 def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
     subs = {name: s.to_stats() for name, s in sorted(topic.subscriptions.items())}
     for name in sorted(topic.ml.cursors):
-        if name not in subs:
+        if name not in subs and name != "pulsar.dedup":  # the dedup snapshot cursor is no subscription
             cursor = topic.ml.cursors[name]
             backlog = cursor.number_of_entries_in_backlog()
             subs[name] = {
@@ -78,7 +78,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         "waitingPublishers": 0,
         "subscriptions": subs,
         "replication": {},
-        "deduplicationStatus": "Disabled",
+        "deduplicationStatus": "Enabled" if getattr(topic, "dedup", None) is not None else "Disabled",
         "nonContiguousDeletedMessagesRanges": 0,
         "nonContiguousDeletedMessagesRangesSerializedSize": 0,
         "delayedMessageIndexSizeInBytes": 0,
