@@ -1,0 +1,72 @@
+# ruff: noqa: F811  -- module-scoped fixtures are imported by name
+"""``magnetar admin`` end to end against a real standalone, with the official client producing.
+
+create tenant -> namespace -> policies -> partitioned topic -> produce -> stats shows it -> delete.
+Each command runs as a real ``python -m magnetar.cli.main admin ...`` subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pulsar
+
+from tests.integration.test_admin_support import standalone  # noqa: F401
+
+CLI_TIMEOUT_S = 60
+
+
+def admin(standalone, *args: str, check: bool = True) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
+    cmd = [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", standalone.web_url, *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
+    if check:
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
+def test_cli_end_to_end(standalone) -> None:  # type: ignore[no-untyped-def]
+    admin(standalone, "tenants", "create", "clit", "-c", "standalone", "-r", "ops")
+    assert "clit" in admin(standalone, "tenants", "list").stdout.split()
+    info = json.loads(admin(standalone, "-o", "json", "tenants", "get", "clit").stdout)
+    assert info["allowedClusters"] == ["standalone"] and info["adminRoles"] == ["ops"]
+    admin(standalone, "namespaces", "create", "clit/ns", "-b", "2")
+    assert "clit/ns" in admin(standalone, "namespaces", "list", "clit").stdout
+    admin(standalone, "namespaces", "set-message-ttl", "clit/ns", "-ttl", "120")
+    assert admin(standalone, "namespaces", "get-message-ttl", "clit/ns").stdout.strip() == "120"
+    admin(standalone, "namespaces", "set-retention", "clit/ns", "--size", "10M", "--time", "1h")
+    ret = json.loads(admin(standalone, "-o", "json", "namespaces", "get-retention", "clit/ns").stdout)
+    assert ret == {"retentionTimeInMinutes": 60, "retentionSizeInMB": 10}
+    admin(standalone, "topics", "create-partitioned-topic", "persistent://clit/ns/t", "-p", "2")
+    meta = json.loads(
+        admin(
+            standalone, "-o", "json", "topics", "get-partitioned-topic-metadata", "persistent://clit/ns/t"
+        ).stdout
+    )
+    assert meta["partitions"] == 2
+
+    client = pulsar.Client(standalone.broker_url, operation_timeout_seconds=10)
+    try:
+        consumer = client.subscribe("persistent://clit/ns/t", "sub")
+        producer = client.create_producer("persistent://clit/ns/t", batching_enabled=False)
+        for i in range(12):
+            producer.send(b"cli-%d" % i)
+        producer.close()
+        for _ in range(5):
+            consumer.acknowledge(consumer.receive(5000))
+        stats = json.loads(
+            admin(standalone, "-o", "json", "topics", "partitioned-stats", "persistent://clit/ns/t").stdout
+        )
+        assert stats["msgInCounter"] == 12
+        assert stats["subscriptions"]["sub"]["msgBacklog"] == 7
+        consumer.close()
+    finally:
+        client.close()
+
+    bad = admin(standalone, "namespaces", "delete", "clit/ns", check=False)
+    assert bad.returncode == 1 and "Reason:" in bad.stdout + bad.stderr
+    admin(standalone, "topics", "delete-partitioned-topic", "persistent://clit/ns/t")
+    admin(standalone, "namespaces", "delete", "clit/ns")
+    admin(standalone, "tenants", "delete", "clit")
+    assert "clit" not in admin(standalone, "tenants", "list").stdout.split()
