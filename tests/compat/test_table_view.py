@@ -108,3 +108,46 @@ def test_has_message_available_ends_at_compacted_tail(client, http) -> None:
         got.append((msg.partition_key(), msg.data()))
     reader.close()
     assert sorted(got) == [("k2", b"v47"), ("k3", b"v48"), ("k4", b"v49")]
+
+
+def test_partitioned_topic_compaction_and_table_view(client, http) -> None:
+    """PUT compaction on a partitioned topic compacts every partition; a TableView over the
+    partitioned topic folds all of them."""
+    local = f"tv-part-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{local}"
+    path = f"/admin/v2/persistent/public/default/{local}"
+    assert http.put(path + "/partitions", json=3).status_code == 204
+    producer = client.create_producer(topic, batching_enabled=False)
+    expected = {}
+    for i in range(300):
+        key = f"key-{i % 30}"
+        expected[key] = f"value-{i}".encode()
+        producer.send(expected[key], partition_key=key)
+    producer.close()
+    assert http.get(path + "/compaction").json()["status"] == "NOT_RUN"
+    assert http.put(path + "/compaction").status_code == 204
+    deadline = time.monotonic() + WAIT_S
+    while http.get(path + "/compaction").json()["status"] != "SUCCESS":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    for i in range(3):
+        r = http.get(f"{path}-partition-{i}/compaction")
+        assert r.json()["status"] == "SUCCESS", r.text
+    tv = client.create_table_view(topic)
+    wait_until(lambda: len(tv) == len(expected), f"table view size {len(tv)}")
+    seen: dict[str, bytes] = {}
+    tv.for_each(lambda k, v: seen.__setitem__(k, v))
+    tv.close()
+    assert seen == expected
+    consumer = client.subscribe(
+        topic, "compacted", is_read_compacted=True, initial_position=pulsar.InitialPosition.Earliest
+    )
+    got = {}
+    for _ in range(len(expected)):
+        msg = consumer.receive(10_000)
+        got[msg.partition_key()] = msg.data()
+        consumer.acknowledge(msg)
+    with pytest.raises(pulsar.Timeout):
+        consumer.receive(500)
+    consumer.close()
+    assert got == expected

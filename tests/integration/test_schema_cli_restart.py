@@ -76,7 +76,7 @@ def test_schemas_cli_and_restart(standalone: StandaloneProcess, tmp_path: Path) 
     code, out, err = cli(url, "schemas", "compatibility", topic, "-f", payload_file(tmp_path, BAD, "bad"))
     assert code == 0 and json.loads(out)["compatibility"] is False, (out, err)
     code, out, err = cli(url, "schemas", "upload", topic, "-f", payload_file(tmp_path, BAD, "bad"))
-    assert code != 0 and "409" in err + out or "ncompatible" in err + out, (code, out, err)
+    assert code != 0 and ("409" in err + out or "ncompatible" in err + out), (code, out, err)
     assert cli(url, "schemas", "upload", topic, "-f", payload_file(tmp_path, V2, "v2"))[0] == 0
     code, out, _ = cli(url, "schemas", "get", topic, "-a")
     assert [v["version"] for v in json.loads(out)["getSchemaResponses"]] == [0, 1]

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from magnetar.broker import errors
 from magnetar.broker.compaction import (
     CompactedTopicReader,
+    CompactionAlreadyRunning,
     CompactionService,
     Compactor,
     CompactorConfig,
@@ -99,20 +100,52 @@ class BrokerCompaction:
 
     # ------------------------------------------------------------ REST operations
     async def trigger(self, topic: str) -> None:
-        """PUT .../compaction: the topic must exist; 409 while a run is in progress."""
+        """PUT .../compaction: the topic must exist; 409 while a run is in progress.
+
+        A partitioned topic's name compacts every partition (as Pulsar); 409 if any of them
+        is already running, and then none is started."""
         ref = parse_topic(topic)
         await self._svc.require_namespace(ref.namespace)
         if not ref.persistent:
             raise errors.NotAllowedError("Compaction is not supported on non-persistent topics")
+        parts = await self._partitions(ref)
+        if parts:
+            running = [p for p in parts if self.service.status(p)["status"] == "RUNNING"]
+            if running:
+                raise CompactionAlreadyRunning(running[0])
+            for p in parts:
+                await self._svc.topics.get_topic(parse_topic(p), create=True)
+                self.service.trigger(p)
+            return
         await self._svc.topics.get_topic(ref, create=False)  # 404 when absent
         self.service.trigger(ref.full_name)
 
     async def status(self, topic: str) -> dict:
+        """GET .../compaction; for a partitioned topic the partitions' statuses folded into one
+        (ERROR if any failed, RUNNING if any runs, SUCCESS if all succeeded, else NOT_RUN)."""
         ref = parse_topic(topic)
         await self._svc.require_namespace(ref.namespace)
+        parts = await self._partitions(ref)
+        if parts:
+            states = [self.service.status(p) for p in parts]
+            for want in ("ERROR", "RUNNING"):
+                hit = next((s for s in states if s["status"] == want), None)
+                if hit is not None:
+                    return hit
+            if all(s["status"] == "SUCCESS" for s in states):
+                return {"status": "SUCCESS", "lastError": ""}
+            return {"status": "NOT_RUN", "lastError": ""}
         if not await self._svc.topics.exists(ref):
             raise errors.TopicNotFoundError("Topic not found")
         return self.service.status(ref.full_name)
+
+    async def _partitions(self, ref: Any) -> list[str]:
+        if ref.is_partition:
+            return []
+        n = await self._svc.resources.partitioned_topics.partitions(
+            ref.tenant, ref.namespace_portion, ref.domain, ref.local_name
+        )
+        return [ref.partition(i).full_name for i in range(n or 0)]
 
     # ------------------------------------------------------------ topic deletion
     async def delete_state(self, topic: str, force: bool) -> None:
