@@ -347,4 +347,17 @@ async def terminate_partitions(
     return no_content()
 
 
+@router.put(TP + "/compaction", status_code=204)
+async def trigger_compaction(
+    request: Request, domain: str, tenant: str, namespace: str, topic: str
+) -> Response:
+    await admin(request).schemas.compact(topic_name(domain, tenant, namespace, topic))
+    return no_content()
+
+
+@router.get(TP + "/compaction")
+async def compaction_status(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> dict:
+    return await admin(request).schemas.compaction_status(topic_name(domain, tenant, namespace, topic))
+
+
 _ = Body

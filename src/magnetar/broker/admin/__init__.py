@@ -13,6 +13,8 @@ lives in this package, over a running ``BrokerService``:
 * ``topic_policies.py`` -- topic-level policies (metadata-store documents), the
                            effective-policy resolver and the enforcement loop.
 
+* ``schemas.py``        -- schema registry REST operations (effective strategy) and compaction.
+* ``brokers.py``        -- broker list/leader, dynamic configuration, bookies.
 * ``admission.py``      -- the producer/consumer admission checks the broker's
                            handlers call (imports nothing of the service).
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from magnetar.broker.admin.brokers import BrokerAdmin
 from magnetar.broker.admin.namespaces import NamespaceAdmin
+from magnetar.broker.admin.schemas import SchemaAdmin
 from magnetar.broker.admin.tenancy import TenancyAdmin
 from magnetar.broker.admin.topic_ops import TopicOps
 from magnetar.broker.admin.topic_policies import PolicyEnforcer, TopicPolicyAdmin
@@ -21,6 +22,7 @@ class AdminService:
         self.namespaces = NamespaceAdmin(svc)
         self.topics = TopicOps(svc)
         self.topic_policies = TopicPolicyAdmin(svc)
+        self.schemas = SchemaAdmin(svc, self.topic_policies)
         if policy_check_interval_s is None:
             props = getattr(svc.config, "as_properties", lambda: {})()
             raw = props.get("magnetarPolicyCheckIntervalMs") if isinstance(props, dict) else None
