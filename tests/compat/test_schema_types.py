@@ -21,6 +21,7 @@ from pulsar.schema import (  # noqa: E402
     Integer,
     JsonSchema,
     Record,
+    Schema,
     String,
     StringSchema,
 )
@@ -207,3 +208,29 @@ def test_protobuf_native_schema(client, http, topic) -> None:
     body = http.get(rest_path(topic) + "/schema").json()
     assert body["type"] == "PROTOBUF_NATIVE" and body["version"] == 0
     assert json.loads(body["data"])["rootMessageTypeName"] == "google.protobuf.Timestamp"
+
+
+class AutoPublishSchema(Schema):
+    """AUTO_PUBLISH (Java's AUTO_PRODUCE_BYTES): send bytes already encoded in the topic's schema."""
+
+    def __init__(self) -> None:
+        self._record_cls = bytes
+        self._schema_info = _pulsar.SchemaInfo(_pulsar.SchemaType.AUTO_PUBLISH, "AUTO_PUBLISH", "")
+
+    def encode(self, obj):  # type: ignore[no-untyped-def]
+        return obj
+
+    def decode(self, data):  # type: ignore[no-untyped-def]
+        return data
+
+
+def test_auto_publish_bytes_into_avro_topic(client, http, topic) -> None:
+    typed = AvroSchema(Measurement)
+    consumer = client.subscribe(topic, "sub", schema=typed)
+    producer = client.create_producer(topic, schema=AutoPublishSchema())
+    producer.send(typed.encode(Measurement(sensor="auto", value=2.5)))
+    msg = consumer.receive(RECEIVE_TIMEOUT_MS)
+    assert (msg.value().sensor, msg.value().value) == ("auto", 2.5)
+    assert [v["version"] for v in http.get(rest_path(topic) + "/schemas").json()["getSchemaResponses"]] == [0]
+    producer.close()
+    consumer.close()
