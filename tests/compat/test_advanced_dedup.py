@@ -122,3 +122,42 @@ def test_dedup_shows_in_topic_stats_without_a_phantom_subscription(dedup_broker)
     client.close()
     assert stats["deduplicationStatus"] == "Enabled"
     assert "pulsar.dedup" not in stats["subscriptions"]
+
+
+def test_namespace_policy_turns_dedup_on_and_off(standalone):
+    """The broker default is off; POST /admin/v2/namespaces/{t}/{ns}/deduplication turns it on."""
+    import json
+    import urllib.request
+
+    ns = f"public/dd{uuid.uuid4().hex[:6]}"
+
+    def call(method: str, path: str, body: object | None = None) -> None:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"{standalone.web_url}/admin/v2/{path}", data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=10):
+            pass
+
+    call("PUT", f"namespaces/{ns}", {})
+    topic = f"persistent://{ns}/t"
+    client = _client(standalone.broker_url)
+    _keep(client, topic)
+    p = client.create_producer(topic, producer_name="np", batching_enabled=False)
+    p.send(b"a", sequence_id=1)  # not 0: the Python wrapper treats 0 as "not set"
+    p.close()
+    p = client.create_producer(topic, producer_name="np", batching_enabled=False)
+    assert p.last_sequence_id() == -1, "dedup is off by default"
+    p.close()
+    call("POST", f"namespaces/{ns}/deduplication", True)
+    p = client.create_producer(topic, producer_name="np", batching_enabled=False)
+    assert p.last_sequence_id() == 1, "turned on: the stored sequence ids were replayed"
+    dup = p.send(b"a-again", sequence_id=1)
+    assert (dup.ledger_id(), dup.entry_id()) == (-1, -1)
+    p.send(b"b", sequence_id=2)
+    p.close()
+    call("POST", f"namespaces/{ns}/deduplication", False)
+    p = client.create_producer(topic, producer_name="np", batching_enabled=False)
+    assert p.last_sequence_id() == -1
+    p.close()
+    assert _read_all(client, topic) == [b"a", b"b"]
+    client.close()

@@ -82,6 +82,28 @@ async def deduplication_enabled(service: Any, topic: PersistentTopic) -> bool:
     return enabled
 
 
+async def refresh_deduplication(service: Any, topic: PersistentTopic) -> None:
+    """Follow a policy change on a loaded topic (checked when a producer attaches, as Java does).
+
+    Enabling loads the snapshot and replays after it; only done while no producer of the
+    topic has publishes in flight, so no stored entry is missed by the replay.
+    """
+    if not hasattr(topic, "dedup") or not topic.ref.persistent:
+        return
+    wanted = await deduplication_enabled(service, topic)
+    if wanted and topic.dedup is None:
+        if any(p.pending_count for p in topic.producers.values()):
+            return
+        topic.dedup = await MessageDeduplication.load(topic)
+    elif not wanted and topic.dedup is not None:
+        dedup, topic.dedup = topic.dedup, None
+        try:
+            await topic.ml.delete_cursor(DEDUP_CURSOR_NAME)  # as Java: the snapshot goes with it
+        except Exception:
+            log.debug("deleting %s on %s failed", DEDUP_CURSOR_NAME, topic.name, exc_info=True)
+        dedup.duplicates = 0
+
+
 class MessageDeduplication:
     def __init__(self, topic: PersistentTopic, cursor: Any) -> None:
         self.topic = topic

@@ -21,6 +21,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
+from magnetar.broker.service.dedup import refresh_deduplication
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.schemas import producer_schema_version
@@ -50,6 +51,7 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
         raise errors.ProducerBusyError(f"Producer id {cmd.producer_id} is already in use on this connection")
     ref = parse_topic(cmd.topic)
     topic = await svc.topics.get_topic(ref, create=True)
+    await refresh_deduplication(svc, topic)
     user_named = cmd.user_provided_producer_name if cmd.HasField("user_provided_producer_name") else True
     if cmd.HasField("producer_name") and cmd.producer_name:
         name = cmd.producer_name
