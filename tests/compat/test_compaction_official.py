@@ -137,6 +137,12 @@ def test_compaction_latest_value_per_key_then_live(client, http) -> None:
     if r.status_code == 409:
         assert r.json() == {"reason": "Compaction already in progress"}
     assert wait_status(http, path) == {"status": "SUCCESS", "lastError": ""}
+    deadline = time.monotonic() + WAIT_S
+    while (stats := http.get(path + "/stats").json()["compaction"])["lastCompactionSucceedTimestamp"] == 0:
+        assert time.monotonic() < deadline, stats
+        time.sleep(0.05)
+    assert stats["lastCompactionRemovedEventCount"] > 0  # of the last run (the third PUT may re-run)
+    assert stats["lastCompactionFailedTimestamp"] == 0
 
     live = client.create_producer(topic, batching_enabled=False)
     for i in range(5):

@@ -193,7 +193,10 @@ class TopicAdmin:
             raise errors.TopicNotFoundError("Topic not found") from None
 
     async def topic_stats(self, topic: str) -> dict:
-        return topic_stats_dict(await self._existing_topic(topic), self.web_service_url())
+        t = await self._existing_topic(topic)
+        out = topic_stats_dict(t, self.web_service_url())
+        out["compaction"] = self.compaction.stats_of(t.name)
+        return out
 
     async def internal_stats(self, topic: str) -> dict:
         return (await self._existing_topic(topic)).ml.internal_stats()

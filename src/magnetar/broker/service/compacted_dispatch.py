@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
@@ -60,6 +61,13 @@ log = logging.getLogger(__name__)
 SUB_EXCLUSIVE, SUB_FAILOVER = 0, 2
 MONITOR_INTERVAL_DEFAULT_S = 60
 INITIAL_POSITION_EARLIEST = 1
+STATS_TOPICS_MAX = 10_000
+EMPTY_COMPACTION_STATS = {
+    "lastCompactionRemovedEventCount": 0,
+    "lastCompactionSucceedTimestamp": 0,
+    "lastCompactionFailedTimestamp": 0,
+    "lastCompactionDurationTimeInMills": 0,
+}
 
 
 def _int_prop(props: dict, key: str, default: int) -> int:
@@ -94,6 +102,7 @@ class BrokerCompaction:
         )
         self.default_threshold_bytes = _int_prop(props, "brokerServiceCompactionThresholdInBytes", 0)
         self._started = False
+        self._stats: OrderedDict[str, dict] = OrderedDict()
 
     async def _open_ledger(self, topic: str) -> Any:
         return (await self._svc.topics.get_topic(parse_topic(topic), create=False)).ml
@@ -115,10 +124,34 @@ class BrokerCompaction:
                 raise CompactionAlreadyRunning(running[0])
             for p in parts:
                 await self._svc.topics.get_topic(parse_topic(p), create=True)
-                self.service.trigger(p)
+                self._watch(p, self.service.trigger(p))
             return
         await self._svc.topics.get_topic(ref, create=False)  # 404 when absent
-        self.service.trigger(ref.full_name)
+        self._watch(ref.full_name, self.service.trigger(ref.full_name))
+
+    # ------------------------------------------------------------ stats
+    def _watch(self, topic: str, task: asyncio.Task[Any]) -> None:
+        started_ms = self._svc.clock.time_ms()
+
+        def done(t: asyncio.Task[Any]) -> None:
+            now_ms = self._svc.clock.time_ms()
+            st = self._stats.pop(topic, None) or dict(EMPTY_COMPACTION_STATS)
+            if t.cancelled() or t.exception() is not None:
+                st["lastCompactionFailedTimestamp"] = now_ms
+            else:
+                result = t.result()
+                st["lastCompactionSucceedTimestamp"] = now_ms
+                st["lastCompactionRemovedEventCount"] = max(0, result.messages_read - result.messages_kept)
+            st["lastCompactionDurationTimeInMills"] = now_ms - started_ms
+            self._stats[topic] = st
+            while len(self._stats) > STATS_TOPICS_MAX:
+                self._stats.popitem(last=False)
+
+        task.add_done_callback(done)
+
+    def stats_of(self, topic: str) -> dict:
+        """The ``compaction`` section of topic stats (Pulsar's CompactionStats fields)."""
+        return dict(self._stats.get(topic) or EMPTY_COMPACTION_STATS)
 
     async def status(self, topic: str) -> dict:
         """GET .../compaction; for a partitioned topic the partitions' statuses folded into one
@@ -191,6 +224,9 @@ class BrokerCompaction:
             if threshold > 0 and self.service.maybe_auto_compact(
                 topic.name, compaction_backlog_bytes(topic.ml), threshold
             ):
+                state_task = self.service._topics[topic.name].task  # noqa: SLF001 - the run just started
+                if state_task is not None:
+                    self._watch(topic.name, state_task)
                 log.info("compacting %s: backlog over compactionThreshold %d", topic.name, threshold)
                 triggered.append(topic.name)
         return triggered
