@@ -204,3 +204,41 @@ def test_backlog_quota_consumer_backlog_eviction(http: httpx.Client, client: pul
         time.sleep(0.2)
     assert 0 < backlog < 20  # the oldest were evicted, the newest kept
     p.close()
+
+
+def test_inactive_topic_policies_delete_idle_topic(http: httpx.Client, client: pulsar.Client) -> None:
+    http.put(f"{V2}/tenants/enf", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enf/idle").status_code == 204
+    pol = {
+        "inactiveTopicDeleteMode": "delete_when_no_subscriptions",
+        "maxInactiveDurationSeconds": 1,
+        "deleteWhileInactive": True,
+    }
+    assert http.post(f"{V2}/namespaces/enf/idle/inactiveTopicPolicies", json=pol).status_code == 204
+    client.create_producer("persistent://enf/idle/gone").close()
+    consumer = client.subscribe("persistent://enf/idle/kept", "s")  # has a subscription: kept
+    consumer.close()
+    assert "persistent://enf/idle/gone" in http.get(f"{V2}/persistent/enf/idle").json()
+    deadline = time.monotonic() + 10
+    while (
+        time.monotonic() < deadline
+        and "persistent://enf/idle/gone" in http.get(f"{V2}/persistent/enf/idle").json()
+    ):
+        time.sleep(0.2)
+    assert http.get(f"{V2}/persistent/enf/idle").json() == ["persistent://enf/idle/kept"]
+
+
+def test_deduplication_namespace_policy(http: httpx.Client, client: pulsar.Client) -> None:
+    http.put(f"{V2}/tenants/enf", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enf/dedup").status_code == 204
+    assert http.post(f"{V2}/namespaces/enf/dedup/deduplication", json=True).status_code == 204
+    t = "persistent://enf/dedup/t"
+    for _ in range(2):  # the same producer name re-sends the same sequence ids
+        p = client.create_producer(t, producer_name="dp", batching_enabled=False)
+        for seq in range(1, 6):  # the client treats sequence id 0 as "unset"
+            p.send(b"d%d" % seq, sequence_id=seq)
+        p.close()
+    stats = http.get(f"{V2}/persistent/enf/dedup/t/stats").json()
+    internal = http.get(f"{V2}/persistent/enf/dedup/t/internalStats").json()
+    assert stats["deduplicationStatus"] == "Enabled"
+    assert stats["msgInCounter"] == 5 and internal["entriesAddedCounter"] == 5

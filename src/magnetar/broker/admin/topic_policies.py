@@ -44,6 +44,7 @@ from magnetar.broker.service.names import TopicRef, parse_topic
 log = logging.getLogger(__name__)
 
 ROOT = "/admin/topic-policies"
+NEW_TOPIC_TICK_S = 0.1
 # Effective values pushed onto live topics for ``admission`` (hot-path checks).
 ADMISSION_POLICIES = (
     "maxProducers",
@@ -192,10 +193,18 @@ class PolicyEnforcer:
         self._lock = asyncio.Lock()
 
     async def run(self) -> None:
+        """A full pass every interval; newly loaded topics are picked up within NEW_TOPIC_TICK_S."""
+        tick_s = min(self._interval_s, NEW_TOPIC_TICK_S)
+        next_full = self._svc.clock.monotonic() + self._interval_s
         while True:
-            await self._svc.clock.sleep(self._interval_s)
+            await self._svc.clock.sleep(tick_s)
             try:
-                await self.apply_all()
+                if self._svc.clock.monotonic() >= next_full:
+                    next_full = self._svc.clock.monotonic() + self._interval_s
+                    await self.apply_all()
+                    await self._inactive_topics()
+                else:
+                    await self.apply_all(only_new=True)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -204,7 +213,7 @@ class PolicyEnforcer:
     async def on_change(self, namespace: str) -> None:
         await self.apply_all(namespace)
 
-    async def apply_all(self, namespace: str | None = None) -> None:
+    async def apply_all(self, namespace: str | None = None, *, only_new: bool = False) -> None:
         from magnetar.broker.admin.policies import BY_NAME
         from magnetar.broker.admin.topic_ops import publish_time_of
 
@@ -213,6 +222,8 @@ class PolicyEnforcer:
                 if namespace is not None and topic.ref.namespace != namespace:
                     continue
                 if not topic.active:
+                    continue
+                if only_new and getattr(topic, "policy_limits", None) is not None:
                     continue
                 ttl = await self._policies.effective(topic.ref, BY_NAME["messageTTL"])
                 topic.policy_limits = {
@@ -283,3 +294,37 @@ class PolicyEnforcer:
             sub = topic.subscriptions.get(name)
             if evicted and sub is not None and sub.dispatcher is not None:
                 sub.dispatcher.notify()
+
+    async def _inactive_topics(self) -> None:
+        """Inactive topic policies: delete loaded topics idle longer than allowed.
+
+        ``delete_when_no_subscriptions``: no producers, no consumers, no durable subscription;
+        ``delete_when_subscriptions_caught_up``: no clients and every subscription caught up.
+        """
+        from magnetar.broker.admin.policies import BY_NAME
+
+        now_ms = self._svc.clock.time_ms()
+        for topic in list(self._svc.topics.loaded()):
+            if not topic.active or topic.ref.is_system:
+                continue
+            pol = await self._policies.effective(topic.ref, BY_NAME["inactiveTopicPolicies"])
+            if not pol or not pol.get("deleteWhileInactive"):
+                continue
+            max_s = pol.get("maxInactiveDurationSeconds", 60)
+            if max_s < 0 or topic.idle_since_ms(now_ms) < max_s * 1000:
+                continue
+            cursors = {
+                n: c
+                for n, c in topic.ml.cursors.items()
+                if getattr(c, "durable", True) and not n.startswith("pulsar.")
+            }
+            if pol.get("inactiveTopicDeleteMode") == "delete_when_subscriptions_caught_up":
+                if any(c.number_of_entries_in_backlog() > 0 for c in cursors.values()):
+                    continue
+            elif cursors:
+                continue
+            log.info("deleting inactive topic %s (idle > %s s)", topic.name, max_s)
+            try:
+                await self._svc.delete_topic(topic.name, force=False)
+            except errors.BrokerError as exc:
+                log.info("inactive topic %s not deleted: %s", topic.name, exc)
