@@ -70,3 +70,52 @@ def test_cli_end_to_end(standalone) -> None:  # type: ignore[no-untyped-def]
     admin(standalone, "namespaces", "delete", "clit/ns")
     admin(standalone, "tenants", "delete", "clit")
     assert "clit" not in admin(standalone, "tenants", "list").stdout.split()
+
+
+def test_cli_topic_cursor_and_policy_commands(standalone) -> None:  # type: ignore[no-untyped-def]
+    t = "persistent://public/default/cli-ops"
+    client = pulsar.Client(standalone.broker_url, operation_timeout_seconds=10)
+    try:
+        client.subscribe(t, "s1").close()
+        producer = client.create_producer(t, batching_enabled=False)
+        for i in range(5):
+            producer.send(b"hello-%d" % i, properties={"a": "b"})
+        producer.close()
+    finally:
+        client.close()
+    peek = admin(standalone, "topics", "peek-messages", t, "-s", "s1", "-n", "2").stdout
+    assert peek.count("Message ID:") == 2 and "hello-0" in peek
+    admin(standalone, "topics", "create-subscription", t, "-s", "s2", "-m", "earliest")
+    assert admin(standalone, "topics", "subscriptions", t).stdout.split() == ["s1", "s2"]
+    admin(standalone, "topics", "skip", t, "-s", "s1", "-n", "2")
+    admin(standalone, "topics", "clear-backlog", t, "-s", "s2")
+    stats = json.loads(admin(standalone, "-o", "json", "topics", "stats", t).stdout)
+    assert stats["subscriptions"]["s1"]["msgBacklog"] == 3 and stats["subscriptions"]["s2"]["msgBacklog"] == 0
+    admin(standalone, "topics", "reset-cursor", t, "-s", "s2", "-t", "10m")
+    stats = json.loads(admin(standalone, "-o", "json", "topics", "stats", t).stdout)
+    assert stats["subscriptions"]["s2"]["msgBacklog"] == 5
+    admin(standalone, "topics", "expire-messages-all-subscriptions", t, "-t", "0")
+    stats = json.loads(admin(standalone, "-o", "json", "topics", "stats", t).stdout)
+    assert stats["subscriptions"]["s1"]["msgBacklog"] == 0 and stats["subscriptions"]["s2"]["msgBacklog"] == 0
+    admin(standalone, "topicPolicies", "set-message-ttl", t, "-t", "30")
+    assert admin(standalone, "topicPolicies", "get-message-ttl", t).stdout.strip() == "30"
+    admin(standalone, "namespaces", "set-persistence", "public/default", "-e", "1", "-w", "1", "-a", "1")
+    pers = json.loads(
+        admin(standalone, "-o", "json", "namespaces", "get-persistence", "public/default").stdout
+    )
+    assert pers["bookkeeperEnsemble"] == 1
+    admin(standalone, "namespaces", "remove-persistence", "public/default")
+    admin(
+        standalone,
+        "brokers",
+        "update-dynamic-config",
+        "--config",
+        "maxUnackedMessagesPerConsumer",
+        "--value",
+        "77",
+    )
+    assert "77" in admin(standalone, "brokers", "get-all-dynamic-config").stdout
+    admin(standalone, "brokers", "delete-dynamic-config", "--config", "maxUnackedMessagesPerConsumer")
+    assert "ok" in admin(standalone, "brokers", "healthcheck").stdout
+    assert "terminated" in admin(standalone, "topics", "terminate", t).stdout
+    admin(standalone, "topics", "delete", t, "-f")

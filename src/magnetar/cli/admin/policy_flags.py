@@ -129,7 +129,7 @@ def persistence_flags(p: argparse.ArgumentParser, level: str) -> None:
         "-r",
         "--ml-mark-delete-max-rate",
         type=float,
-        required=True,
+        default=0.0,
         help="max rate of mark-delete updates per second (0 = unthrottled)",
     )
 
