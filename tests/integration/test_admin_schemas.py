@@ -8,6 +8,7 @@ import time
 
 import httpx
 import pulsar
+import pytest
 from pulsar.schema import AvroSchema, Record, String
 
 from tests.integration.test_admin_support import http, standalone  # noqa: F401
@@ -92,3 +93,30 @@ def test_compaction_rest(http: httpx.Client, standalone) -> None:  # type: ignor
     assert status == "SUCCESS"
     assert "__compaction" in http.get(f"{base}/internalStats").json()["cursors"]
     assert http.get(f"{V2}/persistent/{NS}/nope-c/compaction").status_code == 404
+
+
+def test_topic_level_schema_strategy_overrides_namespace(http: httpx.Client, standalone) -> None:  # type: ignore[no-untyped-def]
+    t = f"persistent://{NS}/sch-topic"
+    base = f"{V2}/persistent/{NS}/sch-topic"
+    assert http.put(base).status_code == 204
+    assert (
+        http.post(
+            f"{V2}/schemas/{NS}/sch-topic/schema", json=avro([{"name": "x", "type": "int"}])
+        ).status_code
+        == 200
+    )
+    assert (
+        http.put(f"{V2}/namespaces/{NS}/schemaCompatibilityStrategy", json="ALWAYS_COMPATIBLE").status_code
+        == 204
+    )
+    assert http.put(f"{base}/schemaCompatibilityStrategy", json="ALWAYS_INCOMPATIBLE").status_code == 204
+    assert http.get(f"{base}/schemaCompatibilityStrategy").json() == "ALWAYS_INCOMPATIBLE"
+    client = pulsar.Client(standalone.broker_url, operation_timeout_seconds=5)
+    try:
+        with pytest.raises(pulsar.IncompatibleSchema):  # the topic override wins over the namespace
+            client.create_producer(t, schema=AvroSchema(User)).close()
+        assert http.delete(f"{base}/schemaCompatibilityStrategy").status_code == 204
+        client.create_producer(t, schema=AvroSchema(User)).close()  # the namespace's ALWAYS_COMPATIBLE
+    finally:
+        client.close()
+        http.put(f"{V2}/namespaces/{NS}/schemaCompatibilityStrategy", json="UNDEFINED")

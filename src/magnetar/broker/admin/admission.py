@@ -87,3 +87,8 @@ def backlog_bytes(topic: Any) -> int:
         c.estimated_backlog_size_bytes() for c in topic.ml.cursors.values() if getattr(c, "durable", True)
     ]
     return max(sizes, default=0)
+
+
+def topic_policies_of(topic: Any) -> dict[str, Any] | None:
+    """The topic's own policies document (TopicPolicies JSON) as the enforcer last read it."""
+    return _limits(topic).get("topicPolicies")

@@ -226,10 +226,12 @@ class PolicyEnforcer:
                 if only_new and getattr(topic, "policy_limits", None) is not None:
                     continue
                 ttl = await self._policies.effective(topic.ref, BY_NAME["messageTTL"])
-                topic.policy_limits = {
+                limits = {
                     name: await self._policies.effective(topic.ref, BY_NAME[name])
                     for name in ADMISSION_POLICIES
                 }
+                limits["topicPolicies"] = await self._policies.document(topic.ref) or None
+                topic.policy_limits = limits
                 await self._apply_storage(topic)
                 await self._apply_backlog_quota(topic)
                 if ttl and ttl > 0:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from magnetar.broker.admin.admission import topic_policies_of
 from magnetar.broker.schema import SchemaNotFoundError, SchemaRegistry, resolve_policies
 from magnetar.broker.schema.wire import schema_info_from_command, to_wire_schema
 from magnetar.protocol import server_commands as cmds
@@ -33,7 +34,8 @@ NO_SCHEMA_MESSAGE = "Topic not found or no-schema"
 
 async def _policies(svc: BrokerService, topic: PersistentTopic):  # type: ignore[no-untyped-def]
     ns_policies = await svc.resources.namespaces.get(topic.ref.namespace)
-    return resolve_policies(svc.schemas.config, ns_policies, None, is_system_topic=topic.ref.is_system)
+    tp = topic_policies_of(topic)  # the topic-level override (broker.admin.admission)
+    return resolve_policies(svc.schemas.config, ns_policies, tp, is_system_topic=topic.ref.is_system)
 
 
 async def producer_schema_version(svc: BrokerService, topic: PersistentTopic, cmd: Any) -> bytes:
