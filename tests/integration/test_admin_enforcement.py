@@ -242,3 +242,32 @@ def test_deduplication_namespace_policy(http: httpx.Client, client: pulsar.Clien
     internal = http.get(f"{V2}/persistent/enf/dedup/t/internalStats").json()
     assert stats["deduplicationStatus"] == "Enabled"
     assert stats["msgInCounter"] == 5 and internal["entriesAddedCounter"] == 5
+
+
+def _sync_sends_in(producer: pulsar.Producer, seconds: float) -> int:
+    n = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        producer.send(b"p")
+        n += 1
+    return n
+
+
+def test_publish_rate_limit_caps_measured_rate(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-pubrate"
+    base = f"{V2}/persistent/{NS}/enf-pubrate"
+    p = client.create_producer(t, batching_enabled=False)
+    unlimited = _sync_sends_in(p, 1.0)
+    assert unlimited > 60  # the check below would not mean anything on a machine this slow
+    assert (
+        http.post(
+            f"{base}/publishRate", json={"publishThrottlingRateInMsg": 20, "publishThrottlingRateInByte": -1}
+        ).status_code
+        == 204
+    )
+    limited = _sync_sends_in(p, 2.5)
+    print(f"publish rate: unlimited {unlimited} msg/s, limited to 20: {limited / 2.5:.1f} msg/s")
+    assert limited <= 20 * 3 + 3, (limited, unlimited)  # at most 3 one-second windows of 20
+    assert http.delete(f"{base}/publishRate").status_code == 204
+    assert _sync_sends_in(p, 1.0) > 40  # lifted without a restart
+    p.close()

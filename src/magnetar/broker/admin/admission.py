@@ -92,3 +92,38 @@ def backlog_bytes(topic: Any) -> int:
 def topic_policies_of(topic: Any) -> dict[str, Any] | None:
     """The topic's own policies document (TopicPolicies JSON) as the enforcer last read it."""
     return _limits(topic).get("topicPolicies")
+
+
+class PublishRateWindow:
+    """Messages and bytes published to one topic in the current one-second window."""
+
+    __slots__ = ("bytes", "messages", "window_start_s")
+
+    def __init__(self, now_s: float) -> None:
+        self.window_start_s = now_s
+        self.messages = 0
+        self.bytes = 0
+
+
+PUBLISH_WINDOW_S = 1.0
+
+
+def throttle_publish(topic: Any, cnx: Any, n_messages: int, n_bytes: int) -> None:
+    """Publish rate limit (Pulsar's ``publishRate`` policy): count this publish in the topic's
+    one-second window; once the window's message or byte budget is spent, stop reading from
+    this connection until the window ends (Pulsar disables auto-read the same way)."""
+    rate = _limits(topic).get("publishRate") or {}
+    max_msgs = rate.get("publishThrottlingRateInMsg", -1) or -1
+    max_bytes = rate.get("publishThrottlingRateInByte", -1) or -1
+    if max_msgs <= 0 and max_bytes <= 0:
+        return
+    now_s = topic.clock.monotonic()
+    window = getattr(topic, "publish_rate_window", None)
+    if window is None or now_s - window.window_start_s >= PUBLISH_WINDOW_S:
+        window = PublishRateWindow(now_s)
+        topic.publish_rate_window = window
+    window.messages += n_messages
+    window.bytes += n_bytes
+    if (max_msgs > 0 and window.messages >= max_msgs) or (max_bytes > 0 and window.bytes >= max_bytes):
+        topic.publish_rate_limited_times = getattr(topic, "publish_rate_limited_times", 0) + 1
+        cnx.pause_reading(window.window_start_s + PUBLISH_WINDOW_S - now_s)

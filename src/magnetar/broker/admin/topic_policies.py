@@ -52,6 +52,7 @@ ADMISSION_POLICIES = (
     "maxConsumersPerSubscription",
     "subscriptionTypesEnabled",
     "maxUnackedMessagesOnConsumer",
+    "publishRate",
 )
 
 

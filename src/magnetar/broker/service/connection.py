@@ -94,6 +94,7 @@ class Connection:
         self._pending_publishes = 0
         self._resume_reading = asyncio.Event()
         self._resume_reading.set()
+        self._paused_until = 0.0  # publish rate limiting: no socket reads before (monotonic s)
         self._keepalive: asyncio.Task[None] | None = None
         self._out: list[bytes] = []
         self._flush_scheduled = False
@@ -227,6 +228,10 @@ class Connection:
         if not self._resume_reading.is_set() and self._pending_publishes <= self._max_pending // 2:
             self._resume_reading.set()
 
+    def pause_reading(self, delay_s: float) -> None:
+        """Read nothing more from this client for ``delay_s`` (publish rate limiting)."""
+        self._paused_until = max(self._paused_until, self.service.clock.monotonic() + delay_s)
+
     @property
     def pending_publishes(self) -> int:
         return self._pending_publishes
@@ -249,6 +254,9 @@ class Connection:
 
     async def _wait_for_room(self) -> None:
         """Back-pressure: hold off while too many publishes are in flight."""
+        delay_s = self._paused_until - self.service.clock.monotonic()
+        if delay_s > 0:
+            await self.service.clock.sleep(delay_s)
         while not self._resume_reading.is_set() and not self.closed:
             try:
                 await asyncio.wait_for(self._resume_reading.wait(), BACKPRESSURE_CHECK_S)

@@ -21,6 +21,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
+from magnetar.broker.admin.admission import throttle_publish
 from magnetar.broker.service.dedup import refresh_deduplication
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.producer import Producer
@@ -111,6 +112,7 @@ def handle_send(cnx: Connection, frame: Any) -> None:
     highest = cmd.highest_sequence_id if cmd.HasField("highest_sequence_id") else None
     cnx.publish_started()
     producer.publish(cmd.sequence_id, highest, max(1, n), is_batch, data)
+    throttle_publish(producer.topic, cnx, max(1, n), len(data))  # publish rate (broker.admin.admission)
 
 
 async def handle_close_producer(cnx: Connection, frame: Any) -> None:
