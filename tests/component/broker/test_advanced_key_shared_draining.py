@@ -9,6 +9,7 @@ from magnetar.common.murmur3 import sticky_key_slot
 from magnetar.protocol import commands
 from magnetar.protocol.client_commands import KeySharedPolicy
 from magnetar.protocol.enums import CommandType as T
+from magnetar.protocol.enums import KeySharedMode
 from magnetar.protocol.message_id import MessageId
 from magnetar.protocol.payload import build_headers_and_payload, new_message_metadata
 
@@ -81,3 +82,30 @@ async def test_moved_key_is_blocked_until_the_old_owner_acks(broker, raw) -> Non
     payloads = [bytes(f.headers_and_payload) for f in got_b]
     assert all(p.endswith(f"{key}:{seq}".encode()) for p, seq in zip(payloads, range(3, 6), strict=True))
     assert sub.to_stats()["blockedHashes"] == []
+
+
+async def test_split_range_mode_and_sticky_ranges_in_stats() -> None:
+    from conftest import running_broker
+
+    async with running_broker(subscriptionKeySharedUseConsistentHashing="false") as b:
+        c = await RawClient.connect(b.port)
+        try:
+            t = "persistent://public/default/ks-split"
+            await c.subscribe(t, "auto", 3, 1, consumer_name="first", key_shared=KeySharedPolicy())
+            await c.subscribe(t, "auto", 3, 2, consumer_name="second", key_shared=KeySharedPolicy())
+            stats = b.service.topics.get_loaded(t).subscriptions["auto"].to_stats()
+            ranges = {x["consumerName"]: x["keyHashRangeArrays"] for x in stats["keySharedConsumers"]}
+            assert ranges == {"first": [[32768, 65535]], "second": [[0, 32767]]}
+
+            sticky = KeySharedPolicy(mode=KeySharedMode.STICKY, hash_ranges=((0, 999),))
+            await c.subscribe(t, "st", 3, 3, consumer_name="s1", key_shared=sticky)
+            rid = c.rid()
+            overlapping = KeySharedPolicy(mode=KeySharedMode.STICKY, hash_ranges=((500, 1500),))
+            c.send(commands.subscribe(t, "st", 3, 4, rid, "s2", key_shared=overlapping))
+            err = await c.response(T.ERROR, rid)
+            assert err.command.error == 19  # ConsumerAssignError
+            stats = b.service.topics.get_loaded(t).subscriptions["st"].to_stats()
+            assert stats["keySharedMode"] == "STICKY"
+            assert [x["keyHashRanges"] for x in stats["keySharedConsumers"]] == [["[0, 999]"]]
+        finally:
+            await c.aclose()
