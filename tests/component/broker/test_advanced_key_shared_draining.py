@@ -109,3 +109,24 @@ async def test_split_range_mode_and_sticky_ranges_in_stats() -> None:
             assert [x["keyHashRanges"] for x in stats["keySharedConsumers"]] == [["[0, 999]"]]
         finally:
             await c.aclose()
+
+
+async def test_allow_out_of_order_delivery_skips_the_draining_wait(broker, raw) -> None:
+    key = _key_moving_to_b()
+    topic = TOPIC + "-ooo"
+    c = await raw()
+    policy = KeySharedPolicy(allow_out_of_order_delivery=True)
+    await c.subscribe(topic, "ks", 3, 1, consumer_name="a", key_shared=policy)
+    c.send(commands.flow(1, 100))
+    await c.create_producer(topic, 1)
+    _send(c, 0, key)
+    frames = [await c.next() for _ in range(2)]
+    assert sorted(f.type for f in frames) == sorted([T.SEND_RECEIPT, T.MESSAGE])
+    await c.subscribe(topic, "ks", 3, 2, consumer_name="b", key_shared=policy)
+    c.send(commands.flow(2, 100))
+    _send(c, 1, key)
+    frames = [await c.next() for _ in range(2)]
+    msg = next(f for f in frames if f.type == T.MESSAGE)
+    assert msg.command.consumer_id == 2, "out-of-order allowed: the new owner gets it while a holds seq 0"
+    stats = broker.service.topics.get_loaded(topic).subscriptions["ks"].to_stats()
+    assert stats["allowOutOfOrderDelivery"] is True and stats["blockedHashes"] == []
