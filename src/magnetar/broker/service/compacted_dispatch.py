@@ -12,7 +12,8 @@ running broker and holds no compaction logic of its own:
   ``brokerServiceCompactionMonitorIntervalInSeconds`` each loaded persistent
   topic whose effective ``compactionThreshold`` (namespace policy
   ``compaction_threshold`` > broker ``brokerServiceCompactionThresholdInBytes``)
-  is positive and below its not-yet-compacted bytes is compacted.
+  is positive and below its not-yet-compacted bytes is compacted (and a topic with a
+  threshold gets its ``__compaction`` cursor at once, so its data waits for the first run).
   ``delete_state`` deletes a topic's compacted ledger before the topic itself
   goes (the ``__compaction`` cursor goes with the managed ledger).
 
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
 from magnetar.broker.compaction import (
+    COMPACTION_SUBSCRIPTION,
     CompactedTopicReader,
     CompactionAlreadyRunning,
     CompactionService,
@@ -48,7 +50,7 @@ from magnetar.broker.compaction import (
 from magnetar.broker.compaction.framing import decode_compacted_entry
 from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
 from magnetar.broker.service.names import parse_topic
-from magnetar.managed_ledger.api import Position
+from magnetar.managed_ledger.api import InitialPosition, Position
 from magnetar.protocol.payload import is_batch, num_messages, peek_metadata
 
 if TYPE_CHECKING:
@@ -221,6 +223,10 @@ class BrokerCompaction:
             if not topic.active or topic.ref.is_system:
                 continue
             threshold = await self.threshold_of(topic)
+            if threshold > 0 and COMPACTION_SUBSCRIPTION not in topic.ml.cursors:
+                # Hold the topic's data for its first compaction: with retention 0 and no
+                # subscription, rolled-over ledgers would be trimmed before anyone compacts them.
+                await topic.ml.open_cursor(COMPACTION_SUBSCRIPTION, InitialPosition.EARLIEST)
             if threshold > 0 and self.service.maybe_auto_compact(
                 topic.name, compaction_backlog_bytes(topic.ml), threshold
             ):
@@ -282,6 +288,21 @@ class CompactedDispatcher(SingleActiveConsumerDispatcher):
         horizon, the last entry *of the compacted ledger* (as Pulsar answers read_compacted
         consumers).  The topic's own last batch may have lost messages or vanished in
         compaction, and a client waiting for its original last index would wait forever."""
+        ml = self.subscription.topic.ml
+        if last.entry_id < 0:
+            # The ledger just rolled over: the last *stored* entry is in an earlier ledger (a
+            # client reads "(L, -1)" as "nothing there" and would stop short of the data).
+            stored = next(
+                (
+                    Position(info.ledger_id, info.entries - 1)
+                    for info in reversed(ml.ledgers())
+                    if info.ledger_id < last.ledger_id and info.entries > 0
+                ),
+                None,
+            )
+            if stored is not None:
+                meta = peek_metadata((await ml.read_entry(stored)).data)
+                last, batch_index = stored, (num_messages(meta) - 1 if is_batch(meta) else -1)
         horizon = self.reader.horizon
         if horizon is None or last > horizon.position:
             return last, batch_index
