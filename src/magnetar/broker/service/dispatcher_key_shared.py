@@ -45,8 +45,8 @@ from magnetar.broker.service.key_shared_selector import (
     StickyRangeSelector,
     slot_of_metadata,
 )
-from magnetar.managed_ledger.api import Position
-from magnetar.protocol.payload import peek_metadata
+from magnetar.managed_ledger.api import Entry, Position
+from magnetar.protocol.payload import num_messages, peek_metadata
 
 KEY_SHARED_MODE_AUTO_SPLIT, KEY_SHARED_MODE_STICKY = 0, 1
 LOOK_AHEAD_LIMIT = 10_000
@@ -216,6 +216,19 @@ class KeySharedDispatcher(Dispatcher):
             entries = self.delayed.filter(entries)
         self._route([self._outbound(e) for e in entries])
         return True
+
+    def _outbound(self, entry: Entry) -> OutboundEntry:
+        """As the base class, but the metadata is parsed once for both count and slot."""
+        pos = entry.position
+        try:
+            md = peek_metadata(entry.data)
+            n = num_messages(md)
+            slot = slot_of_metadata(md)
+        except Exception:
+            n, slot = 1, 1
+        self._slot_of.setdefault(pos, slot)
+        ack_set = self.subscription.cursor.get_ack_set(pos)
+        return OutboundEntry(entry, n, self.redelivery_counts.get(pos, 0), ack_set)
 
     def _route(self, entries: list[OutboundEntry]) -> None:
         """Hand each entry to its owner, in position order; park what cannot go now."""
