@@ -271,3 +271,41 @@ def test_publish_rate_limit_caps_measured_rate(http: httpx.Client, client: pulsa
     assert http.delete(f"{base}/publishRate").status_code == 204
     assert _sync_sends_in(p, 1.0) > 40  # lifted without a restart
     p.close()
+
+
+def _received_in(consumer: pulsar.Consumer, seconds: float) -> int:
+    n = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            consumer.acknowledge(consumer.receive(100))
+            n += 1
+        except pulsar.Timeout:
+            pass
+    return n
+
+
+def test_dispatch_rate_limit_caps_delivery(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-disprate"
+    base = f"{V2}/persistent/{NS}/enf-disprate"
+    assert http.put(base).status_code == 204
+    assert http.put(f"{base}/subscription/s", json={"ledgerId": -1, "entryId": -1}).status_code == 204
+    rate = {
+        "dispatchThrottlingRateInMsg": 20,
+        "dispatchThrottlingRateInByte": -1,
+        "relativeToPublishRate": False,
+        "ratePeriodInSecond": 1,
+    }
+    assert http.post(f"{base}/subscriptionDispatchRate", json=rate).status_code == 204
+    p = client.create_producer(t, batching_enabled=False)
+    for _ in range(150):
+        p.send_async(b"d", None)
+    p.flush()
+    consumer = client.subscribe(t, "s", receiver_queue_size=1000)
+    got = _received_in(consumer, 2.5)
+    print(f"dispatch rate: limited to 20 msg/s -> {got / 2.5:.1f} msg/s")
+    assert 20 <= got <= 20 * 3 + 3
+    assert http.delete(f"{base}/subscriptionDispatchRate").status_code == 204
+    assert _received_in(consumer, 1.5) >= 150 - got - 20  # lifted live: the rest arrives at once
+    consumer.close()
+    p.close()

@@ -127,3 +127,74 @@ def throttle_publish(topic: Any, cnx: Any, n_messages: int, n_bytes: int) -> Non
     if (max_msgs > 0 and window.messages >= max_msgs) or (max_bytes > 0 and window.bytes >= max_bytes):
         topic.publish_rate_limited_times = getattr(topic, "publish_rate_limited_times", 0) + 1
         cnx.pause_reading(window.window_start_s + PUBLISH_WINDOW_S - now_s)
+
+
+class DispatchWindow:
+    """Entries dispatched in the current one-second window (per topic or per subscription)."""
+
+    __slots__ = ("count", "window_start_s")
+
+    def __init__(self, now_s: float) -> None:
+        self.window_start_s = now_s
+        self.count = 0
+
+
+def _msg_limit(rate: dict | None) -> int:
+    if not rate:
+        return -1
+    value = rate.get("dispatchThrottlingRateInMsg", -1)
+    period = max(1, int(rate.get("ratePeriodInSecond", 1) or 1))
+    return -1 if value is None or value <= 0 else max(1, value // period)
+
+
+def _window(owner: Any, attr: str, now_s: float) -> DispatchWindow:
+    w = getattr(owner, attr, None)
+    if w is None or now_s - w.window_start_s >= PUBLISH_WINDOW_S:
+        w = DispatchWindow(now_s)
+        setattr(owner, attr, w)
+    return w
+
+
+async def dispatch_permits(subscription: Any, budget: int) -> int:
+    """Dispatch rate limits (``dispatchRate`` per topic, ``subscriptionDispatchRate`` per
+    subscription, in messages per second): wait for the next window when this one is used
+    up, then cap the read at what the window has left."""
+    topic = subscription.topic
+    limits = _limits(topic)
+    topic_limit = _msg_limit(limits.get("dispatchRate"))
+    sub_limit = _msg_limit(limits.get("subscriptionDispatchRate"))
+    if topic_limit < 0 and sub_limit < 0:
+        return budget
+    clock = topic.clock
+    for _ in range(DISPATCH_WAIT_ROUNDS_MAX):
+        now_s = clock.monotonic()
+        left = budget
+        wait_until = 0.0
+        for owner, attr, limit in (
+            (topic, "dispatch_window", topic_limit),
+            (subscription, "dispatch_window", sub_limit),
+        ):
+            if limit < 0:
+                continue
+            w = _window(owner, attr, now_s)
+            room = limit - w.count
+            if room <= 0:
+                wait_until = max(wait_until, w.window_start_s + PUBLISH_WINDOW_S)
+            left = min(left, room)
+        if wait_until <= 0:
+            return max(1, left)
+        await clock.sleep(max(0.0, wait_until - now_s))
+    return 1
+
+
+DISPATCH_WAIT_ROUNDS_MAX = 100
+
+
+def count_dispatched(subscription: Any, n_entries: int) -> None:
+    topic = subscription.topic
+    limits = _limits(topic)
+    if limits.get("dispatchRate") is None and limits.get("subscriptionDispatchRate") is None:
+        return
+    now_s = topic.clock.monotonic()
+    for owner in (topic, subscription):
+        _window(owner, "dispatch_window", now_s).count += n_entries

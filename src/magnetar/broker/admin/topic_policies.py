@@ -53,6 +53,8 @@ ADMISSION_POLICIES = (
     "subscriptionTypesEnabled",
     "maxUnackedMessagesOnConsumer",
     "publishRate",
+    "dispatchRate",
+    "subscriptionDispatchRate",
 )
 
 

@@ -28,6 +28,7 @@ import bisect
 import logging
 from typing import TYPE_CHECKING
 
+from magnetar.broker.admin.admission import count_dispatched, dispatch_permits
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.delayed_delivery import tracker_for
 from magnetar.managed_ledger.api import Entry, Position
@@ -191,6 +192,7 @@ class Dispatcher:
         budget = self.read_budget()
         if budget <= 0:
             return False
+        budget = await dispatch_permits(self.subscription, budget)  # dispatch rate (broker.admin.admission)
         cursor = self.subscription.cursor
         epoch = self._epoch
         if self.delayed is not None:
@@ -213,6 +215,7 @@ class Dispatcher:
             return False
         if epoch != self._epoch:
             return True  # a seek happened while reading: drop what was read
+        count_dispatched(self.subscription, len(entries))
         self.deliver([self._outbound(e) for e in entries])
         return True
 
