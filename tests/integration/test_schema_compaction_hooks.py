@@ -12,6 +12,7 @@ serves on the test's event loop.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -139,3 +140,40 @@ async def test_schema_goes_with_topic_not_with_partition(standalone) -> None:
     assert await svc.schemas.has_schema("persistent://public/default/hooks-part-partition-1")
     await svc.delete_partitioned_topic("persistent://public/default/hooks-part")
     assert not await svc.schemas.has_schema("persistent://public/default/hooks-part")
+
+
+async def test_last_message_id_after_rollover(tmp_path) -> None:
+    """A topic whose current ledger just rolled over (empty) still answers its last *stored*
+    entry to GET_LAST_MESSAGE_ID: the client reads "(L, -1)" as "nothing there", so readers'
+    has_message_available (and a TableView's start) stopped short of existing data."""
+    props = {"managedLedgerMaxEntriesPerLedger": "10", "managedLedgerMinLedgerRolloverTimeMinutes": "0"}
+    async with running_standalone(tmp_path / "roll", props) as s:
+        topic = "persistent://public/default/rolled"
+
+        def scenario() -> tuple[bool, int]:
+            client = pulsar.Client(s.broker_url, operation_timeout_seconds=10)
+            try:
+                hold = client.subscribe(topic, "hold")  # keeps the full ledger from being trimmed
+                producer = client.create_producer(topic, batching_enabled=False)
+                for i in range(10):
+                    producer.send(f"m{i}".encode())
+                # Wait for the rollover to the next (empty) ledger (a plain read of the loop's state).
+                ml = s.broker_service.topics.get_loaded(topic).ml
+                deadline = time.monotonic() + TIMEOUT_S
+                while ml.last_confirmed_entry.entry_id != -1:
+                    assert time.monotonic() < deadline, ml.last_confirmed_entry
+                    time.sleep(0.01)
+                reader = client.create_reader(topic, pulsar.MessageId.earliest)
+                n = 0
+                while reader.has_message_available():
+                    reader.read_next(10_000)
+                    n += 1
+                hold.close()
+                return True, n
+            finally:
+                client.close()
+
+        ok, n = await asyncio.to_thread(scenario)
+        ml = s.broker_service.topics.get_loaded(topic).ml
+        assert ml.last_confirmed_entry.entry_id == -1  # the rollover happened
+        assert ok and n == 10

@@ -257,7 +257,18 @@ class PersistentTopic:
         """(last position, batch index) -- batch index num_messages-1 for a batch entry, else -1."""
         pos = self.ml.last_confirmed_entry
         if pos.entry_id < 0:
-            return pos, -1
+            # Just rolled over to an empty ledger: the last stored entry is in an earlier one
+            # (clients read "(L, -1)" as "nothing there": has_message_available would be False).
+            pos = next(
+                (
+                    Position(i.ledger_id, i.entries - 1)
+                    for i in reversed(self.ml.ledgers())
+                    if i.ledger_id < pos.ledger_id and i.entries > 0
+                ),
+                pos,
+            )
+            if pos.entry_id < 0:
+                return pos, -1
         cached = self._last_entry
         if cached is not None and cached[0] == pos:
             _, n, batch = cached
