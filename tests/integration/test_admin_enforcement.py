@@ -27,6 +27,10 @@ def client(standalone):  # type: ignore[no-untyped-def]
     c.close()
 
 
+def client_url(http: httpx.Client) -> str:
+    return http.get(f"{V2}/clusters/standalone").json()["brokerServiceUrl"]
+
+
 def test_max_producers_topic_policy(http: httpx.Client, client: pulsar.Client) -> None:
     t = f"persistent://{NS}/enf-maxprod"
     p1 = client.create_producer(t)
@@ -307,5 +311,57 @@ def test_dispatch_rate_limit_caps_delivery(http: httpx.Client, client: pulsar.Cl
     assert 20 <= got <= 20 * 3 + 3
     assert http.delete(f"{base}/subscriptionDispatchRate").status_code == 204
     assert _received_in(consumer, 1.5) >= 150 - got - 20  # lifted live: the rest arrives at once
+    consumer.close()
+    p.close()
+
+
+def test_max_subscriptions_per_topic(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-maxsubs"
+    base = f"{V2}/persistent/{NS}/enf-maxsubs"
+    assert http.put(base).status_code == 204
+    assert http.post(f"{base}/maxSubscriptionsPerTopic", json=1).status_code == 204
+    client.subscribe(t, "a").close()
+    with pytest.raises(pulsar.NotAllowedError):
+        client.subscribe(t, "b")
+    client.subscribe(t, "a").close()  # an existing subscription is still fine
+
+
+def test_auto_subscription_creation_override(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-autosub"
+    base = f"{V2}/persistent/{NS}/enf-autosub"
+    assert http.put(base).status_code == 204
+    assert (
+        http.post(
+            f"{base}/autoSubscriptionCreation", json={"allowAutoSubscriptionCreation": False}
+        ).status_code
+        == 204
+    )
+    quick = pulsar.Client(client_url(http), operation_timeout_seconds=2)
+    try:
+        # the C++ client retries SubscriptionNotFound as a temporary error until its timeout
+        with pytest.raises((pulsar.SubscriptionNotFound, pulsar.Timeout)):
+            quick.subscribe(t, "new-sub")
+    finally:
+        quick.close()
+    assert http.get(f"{base}/subscriptions").json() == []
+    assert http.put(f"{base}/subscription/made").status_code == 204
+    client.subscribe(t, "made").close()  # created over REST first: allowed
+
+
+def test_delayed_delivery_disabled_by_policy(http: httpx.Client, client: pulsar.Client) -> None:
+    http.put(f"{V2}/tenants/enf", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enf/delay").status_code == 204
+    pol = {"tickTime": 1000, "active": False, "maxDeliveryDelayInMillis": 0}
+    assert http.post(f"{V2}/namespaces/enf/delay/delayedDelivery", json=pol).status_code == 204
+    t = "persistent://enf/delay/t"
+    client.create_producer(t).close()  # load the topic so its policies are in place
+    time.sleep(SETTLE_S)
+    consumer = client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared)
+    p = client.create_producer(t, batching_enabled=False)
+    p.send(b"later", deliver_after=__import__("datetime").timedelta(seconds=30))
+    applied = http.get(f"{V2}/persistent/enf/delay/t/delayedDelivery?applied=true").json()
+    assert applied["active"] is False, applied
+    msg = consumer.receive(3000)  # delivered at once: delayed delivery is off here
+    assert msg.data() == b"later"
     consumer.close()
     p.close()

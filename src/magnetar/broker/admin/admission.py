@@ -67,6 +67,18 @@ def check_subscribe(topic: Any, subscription: str, sub_type: int) -> None:
     if enabled and name not in enabled:
         raise errors.NotAllowedError(f"Subscription type {name} is not enabled on topic {topic.name}")
     subs = getattr(topic, "subscriptions", {})
+    cursors = getattr(topic.ml, "cursors", {})
+    is_new = subscription not in subs and subscription not in cursors
+    auto_sub = limits.get("autoSubscriptionCreation")
+    if is_new and auto_sub is not None and not auto_sub.get("allowAutoSubscriptionCreation", True):
+        raise errors.SubscriptionNotFoundError(f"Subscription {subscription} does not exist")
+    max_subs = limits.get("maxSubscriptionsPerTopic") or 0
+    if (
+        is_new
+        and max_subs
+        and len(set(subs) | {c for c in cursors if not c.startswith("pulsar.")}) >= max_subs
+    ):
+        raise errors.NotAllowedError(f"Topic {topic.name} reached max subscriptions limit")
     max_topic = limits.get("maxConsumers") or 0
     if max_topic and sum(len(s.consumers) for s in subs.values()) >= max_topic:
         raise errors.ConsumerBusyError("Topic reached max consumers limit")
@@ -198,3 +210,9 @@ def count_dispatched(subscription: Any, n_entries: int) -> None:
     now_s = topic.clock.monotonic()
     for owner in (topic, subscription):
         _window(owner, "dispatch_window", now_s).count += n_entries
+
+
+def delayed_delivery_active(topic: Any) -> bool:
+    """False when the effective ``delayedDelivery`` policy says ``active: false``."""
+    pol = _limits(topic).get("delayedDelivery")
+    return True if not pol else bool(pol.get("active", True))

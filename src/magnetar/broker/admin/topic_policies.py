@@ -55,6 +55,9 @@ ADMISSION_POLICIES = (
     "publishRate",
     "dispatchRate",
     "subscriptionDispatchRate",
+    "maxSubscriptionsPerTopic",
+    "autoSubscriptionCreation",
+    "delayedDelivery",
 )
 
 
@@ -164,14 +167,23 @@ class TopicPolicyAdmin:
         await self._js.delete(path_of(ref))
 
     # ------------------------------------------------------------ resolution
-    async def effective(self, ref: TopicRef, spec: PolicySpec) -> Any:
+    async def effective(self, ref: TopicRef, spec: PolicySpec, docs: tuple[dict, dict] | None = None) -> Any:
+        """Topic override > namespace policy > broker default.  ``docs`` = (topic document,
+        namespace Policies) already read by the caller (one read per enforcement pass)."""
+        if docs is None:
+            docs = await self.documents(ref)
+        return self.resolve(spec, *docs)
+
+    async def documents(self, ref: TopicRef) -> tuple[dict, dict]:
+        return await self.document(ref), await self._svc.resources.namespaces.get(ref.namespace) or {}
+
+    def resolve(self, spec: PolicySpec, topic_doc: dict, ns_doc: dict) -> Any:
         if spec.topic_field:
-            value = (await self.document(ref)).get(spec.topic_field)
+            value = topic_doc.get(spec.topic_field)
             if value is not None:
                 return value
         if spec.ns_field:
-            ns = await self._svc.resources.namespaces.get(ref.namespace) or {}
-            value = ns.get(spec.ns_field)
+            value = ns_doc.get(spec.ns_field)
             if spec.per_cluster:
                 value = (value or {}).get(self._svc.config.cluster_name)
             if value not in (None, [], "UNDEFINED"):
@@ -217,9 +229,6 @@ class PolicyEnforcer:
         await self.apply_all(namespace)
 
     async def apply_all(self, namespace: str | None = None, *, only_new: bool = False) -> None:
-        from magnetar.broker.admin.policies import BY_NAME
-        from magnetar.broker.admin.topic_ops import publish_time_of
-
         async with self._lock:
             for topic in list(self._svc.topics.loaded()):
                 if namespace is not None and topic.ref.namespace != namespace:
@@ -228,26 +237,35 @@ class PolicyEnforcer:
                     continue
                 if only_new and getattr(topic, "policy_limits", None) is not None:
                     continue
-                ttl = await self._policies.effective(topic.ref, BY_NAME["messageTTL"])
-                limits = {
-                    name: await self._policies.effective(topic.ref, BY_NAME[name])
-                    for name in ADMISSION_POLICIES
-                }
-                limits["topicPolicies"] = await self._policies.document(topic.ref) or None
-                topic.policy_limits = limits
-                await self._apply_storage(topic)
-                await self._apply_backlog_quota(topic)
-                if ttl and ttl > 0:
-                    for name, cursor in list(topic.ml.cursors.items()):
-                        try:
-                            if await cursor.expire_messages(int(ttl) * 1000, publish_time_of):
-                                sub = topic.subscriptions.get(name)
-                                if sub is not None and sub.dispatcher is not None:
-                                    sub.dispatcher.notify()
-                        except Exception:
-                            log.debug("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
+                try:
+                    await self._apply(topic)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.warning("applying policies to %s failed", topic.name, exc_info=True)
 
-    async def _apply_storage(self, topic: Any) -> None:
+    async def _apply(self, topic: Any) -> None:
+        from magnetar.broker.admin.policies import BY_NAME
+        from magnetar.broker.admin.topic_ops import publish_time_of
+
+        docs = await self._policies.documents(topic.ref)
+        ttl = self._policies.resolve(BY_NAME["messageTTL"], *docs)
+        limits = {name: self._policies.resolve(BY_NAME[name], *docs) for name in ADMISSION_POLICIES}
+        limits["topicPolicies"] = docs[0] or None
+        topic.policy_limits = limits
+        await self._apply_storage(topic, docs)
+        await self._apply_backlog_quota(topic, docs)
+        if ttl and ttl > 0:
+            for name, cursor in list(topic.ml.cursors.items()):
+                try:
+                    if await cursor.expire_messages(int(ttl) * 1000, publish_time_of):
+                        sub = topic.subscriptions.get(name)
+                        if sub is not None and sub.dispatcher is not None:
+                            sub.dispatcher.notify()
+                except Exception:
+                    log.debug("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
+
+    async def _apply_storage(self, topic: Any, docs: tuple[dict, dict]) -> None:
         """Retention and persistence: a new managed-ledger config when the effective one changed.
 
         Retention takes effect at once (consumed ledgers beyond it are trimmed now); the
@@ -256,8 +274,8 @@ class PolicyEnforcer:
         from magnetar.broker.admin.policies import BY_NAME
 
         base = self._svc.config.managed_ledger_config()
-        ret = await self._policies.effective(topic.ref, BY_NAME["retention"]) or {}
-        pers = await self._policies.effective(topic.ref, BY_NAME["persistence"]) or {}
+        ret = self._policies.resolve(BY_NAME["retention"], *docs) or {}
+        pers = self._policies.resolve(BY_NAME["persistence"], *docs) or {}
         minutes = ret.get("retentionTimeInMinutes", 0)
         size_mb = ret.get("retentionSizeInMB", 0)
         changes = {
@@ -277,13 +295,9 @@ class PolicyEnforcer:
         topic.applied_ml_config = cfg
         await topic.ml.trim_consumed_ledgers()
 
-    async def _apply_backlog_quota(self, topic: Any) -> None:
+    async def _apply_backlog_quota(self, topic: Any, docs: tuple[dict, dict]) -> None:
         """``destination_storage`` quota: remember it for producer admission; evict when asked."""
-        doc = await self._policies.document(topic.ref)
-        quotas = doc.get("backLogQuotaMap") or {}
-        if not quotas:
-            ns = await self._svc.resources.namespaces.get(topic.ref.namespace) or {}
-            quotas = ns.get("backlog_quota_map") or {}
+        quotas = docs[0].get("backLogQuotaMap") or docs[1].get("backlog_quota_map") or {}
         quota = quotas.get("destination_storage")
         topic.policy_limits["backlogQuota"] = quota
         if not quota or quota.get("policy") != "consumer_backlog_eviction":

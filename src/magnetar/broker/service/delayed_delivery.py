@@ -40,6 +40,7 @@ import logging
 from array import array
 from typing import TYPE_CHECKING, Any
 
+from magnetar.broker.admin.admission import delayed_delivery_active
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.payload import peek_metadata
 
@@ -66,6 +67,8 @@ def tracker_for(dispatcher: Dispatcher) -> DelayedDeliveryTracker | None:
         return None
     extra = getattr(dispatcher.subscription.topic.config, "extra", {}) or {}
     if str(extra.get("delayedDeliveryEnabled", "true")).strip().lower() in ("false", "0", "no", "off"):
+        return None
+    if not delayed_delivery_active(dispatcher.subscription.topic):  # policy (broker.admin.admission)
         return None
     return DelayedDeliveryTracker(
         dispatcher,
