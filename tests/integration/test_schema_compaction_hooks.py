@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import httpx
 import pytest
 
 from magnetar.bookkeeper.api import BKError
@@ -120,6 +121,18 @@ async def test_threshold_check(standalone) -> None:
     await set_threshold(backlog // 2)
     assert await svc.compaction.check_thresholds() == [topic]
     await asyncio.wait_for(_wait_success(svc, topic), TIMEOUT_S)
+    await set_threshold(None)
+    # A topic policy overrides the namespace: a huge namespace threshold, a small topic one.
+    await set_threshold(backlog * 100)
+    await asyncio.to_thread(produce, standalone.broker_url, topic, 20, 2)
+    async with httpx.AsyncClient(base_url=standalone.web_url, timeout=10) as http:
+        local = topic.split("://", 1)[1]
+        r = await http.post(f"/admin/v2/persistent/{local}/compactionThreshold", json=1)
+        assert r.status_code == 204, r.text
+        assert await svc.compaction.threshold_of(svc.topics.get_loaded(topic)) == 1
+        assert await svc.compaction.check_thresholds() == [topic]
+        await asyncio.wait_for(_wait_success(svc, topic), TIMEOUT_S)
+        assert (await http.delete(f"/admin/v2/persistent/{local}/compactionThreshold")).status_code == 204
     await set_threshold(None)
 
 
