@@ -23,8 +23,27 @@ def _root() -> Path:
     return here
 
 
+def duplicate_test_basenames(root: Path) -> list[str]:
+    """Test modules sharing a basename: tests/ has no __init__.py files (helpers are imported
+    by plain name), so pytest's default import mode cannot collect two files with one name."""
+    seen: dict[str, Path] = {}
+    dups: list[str] = []
+    for path in sorted((root / "tests").rglob("*.py")):
+        if path.name in ("conftest.py", "__init__.py"):
+            continue
+        if path.name in seen:
+            dups.append(f"{seen[path.name].relative_to(root)} and {path.relative_to(root)}")
+        else:
+            seen[path.name] = path
+    return dups
+
+
 def main() -> int:
     root = _root()
+    dups = duplicate_test_basenames(root)
+    if dups:
+        print("test modules must have unique basenames; rename one of each pair:", *dups, sep="\n  ")
+        return 2
     bindir = Path(sys.executable).parent
     steps: list[list[str]] = [
         [str(bindir / "ruff"), "check", "src", "tests", "benchmarks"],
