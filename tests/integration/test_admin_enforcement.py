@@ -365,3 +365,39 @@ def test_delayed_delivery_disabled_by_policy(http: httpx.Client, client: pulsar.
     assert msg.data() == b"later"
     consumer.close()
     p.close()
+
+
+def test_max_unacked_on_subscription(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-unacked-sub"
+    base = f"{V2}/persistent/{NS}/enf-unacked-sub"
+    assert http.put(base).status_code == 204
+    assert http.post(f"{base}/maxUnackedMessagesOnSubscription", json=4).status_code == 204
+    time.sleep(SETTLE_S)
+    c1 = client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared)
+    c2 = client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared)
+    p = client.create_producer(t, batching_enabled=False)
+    for i in range(12):
+        p.send(b"v%d" % i)
+    got = {c1: [], c2: []}
+    for _ in range(3):
+        for c in (c1, c2):
+            try:
+                got[c].append(c.receive(300))
+            except pulsar.Timeout:
+                pass
+    assert sum(len(v) for v in got.values()) == 4  # the subscription as a whole is blocked at 4
+    for c, msgs in got.items():
+        for m in msgs:
+            c.acknowledge(m)
+    more = 0
+    for _ in range(4):
+        for c in (c1, c2):
+            try:
+                c.acknowledge(c.receive(500))
+                more += 1
+            except pulsar.Timeout:
+                pass
+    assert more >= 1  # unblocked after the acks
+    c1.close()
+    c2.close()
+    p.close()

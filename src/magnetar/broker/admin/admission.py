@@ -216,3 +216,9 @@ def delayed_delivery_active(topic: Any) -> bool:
     """False when the effective ``delayedDelivery`` policy says ``active: false``."""
     pol = _limits(topic).get("delayedDelivery")
     return True if not pol else bool(pol.get("active", True))
+
+
+def unacked_limit_on_subscription(topic: Any, default: int) -> int:
+    """Effective ``maxUnackedMessagesOnSubscription`` (topic > namespace), else ``default``."""
+    value = _limits(topic).get("maxUnackedMessagesOnSubscription")
+    return default if value is None else int(value)

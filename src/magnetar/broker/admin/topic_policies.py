@@ -58,6 +58,7 @@ ADMISSION_POLICIES = (
     "maxSubscriptionsPerTopic",
     "autoSubscriptionCreation",
     "delayedDelivery",
+    "maxUnackedMessagesOnSubscription",
 )
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from magnetar.broker.admin.admission import unacked_limit_on_subscription
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.broker.service.key_shared_selector import (
@@ -145,9 +146,10 @@ class KeySharedDispatcher(Dispatcher):
 
     # ------------------------------------------------------------ decisions
     def _sub_blocked(self) -> bool:
-        if self._max_unacked <= 0:
+        limit = unacked_limit_on_subscription(self.subscription.topic, self._max_unacked)  # policy
+        if limit <= 0:
             return False
-        return sum(c.unacked_messages for c in self.consumers) >= self._max_unacked
+        return sum(c.unacked_messages for c in self.consumers) >= limit
 
     def read_budget(self) -> int:
         if self._sub_blocked():

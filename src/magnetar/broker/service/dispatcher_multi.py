@@ -15,6 +15,7 @@ as a redelivery.
 
 from __future__ import annotations
 
+from magnetar.broker.admin.admission import unacked_limit_on_subscription
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.dispatcher_base import Dispatcher
 
@@ -28,9 +29,10 @@ class MultiConsumerDispatcher(Dispatcher):
         self._max_unacked = cfg.max_unacked_messages_per_subscription
 
     def _sub_blocked(self) -> bool:
-        if self._max_unacked <= 0:
+        limit = unacked_limit_on_subscription(self.subscription.topic, self._max_unacked)  # policy
+        if limit <= 0:
             return False
-        return sum(c.unacked_messages for c in self.consumers) >= self._max_unacked
+        return sum(c.unacked_messages for c in self.consumers) >= limit
 
     def read_budget(self) -> int:
         if self._sub_blocked():
