@@ -139,10 +139,16 @@ async def test_rates_are_sampled() -> None:
 
 
 async def test_idle_topics_are_unloaded_but_keep_their_data() -> None:
+    # An idle topic that still has a subscription is not deleted (the default mode is
+    # delete_when_no_subscriptions, as Pulsar's); it is unloaded and keeps its data.
     async with running_broker(brokerDeleteInactiveTopicsFrequencySeconds=1) as b:
         t = "persistent://public/default/idle"
         c = await RawClient.connect(b.port)
         try:
+            await c.subscribe(t, "late", 0, 3, initial_position=1)
+            rid = c.rid()
+            c.send(commands.close_consumer(3, rid))
+            await c.response(T.SUCCESS, rid)
             await c.create_producer(t, 1)
             c.send_message(1, 0, b"kept")
             await c.expect(T.SEND_RECEIPT)
@@ -157,8 +163,8 @@ async def test_idle_topics_are_unloaded_but_keep_their_data() -> None:
                 await asyncio.sleep(0.1)
             assert b.service.topics.get_loaded(t) is None
             assert b.service.topics.get_loaded(busy) is not None  # a consumer keeps it loaded
-            await c.subscribe(t, "late", 0, 3, initial_position=1)
-            c.send(commands.flow(3, 10))
+            await c.subscribe(t, "late", 0, 4, initial_position=1)
+            c.send(commands.flow(4, 10))
             f = await c.expect(T.MESSAGE)
             assert f.headers_and_payload.endswith(b"kept")
         finally:
