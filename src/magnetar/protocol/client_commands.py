@@ -33,7 +33,15 @@ from magnetar.protocol.frames import (
     payload_frame_from_base,
 )
 from magnetar.protocol.message_id import MessageId
-from magnetar.protocol.wire import WireSchema, fill_key_values, fill_message_id, fill_schema, u64
+from magnetar.protocol.wire import (
+    WireSchema,
+    fill_feature_flags,
+    fill_key_values,
+    fill_message_id,
+    fill_schema,
+    set_present,
+    u64,
+)
 
 CLIENT_VERSION = "Pulsar-Magnetar-v0.1.0"
 
@@ -59,25 +67,20 @@ def connect(
     cmd.auth_method_name = auth_method_name
     if auth_data is not None:
         cmd.auth_data = auth_data
-    for name, value in (
-        ("proxy_to_broker_url", proxy_to_broker_url),
-        ("original_principal", original_principal),
-        ("original_auth_data", original_auth_data),
-        ("original_auth_method", original_auth_method),
-    ):
-        if value is not None:
-            setattr(cmd, name, value)
-    flags = {
-        "supports_auth_refresh": supports_auth_refresh,
-        "supports_broker_entry_metadata": supports_broker_entry_metadata,
-        "supports_partial_producer": supports_partial_producer,
-        "supports_topic_watchers": supports_topic_watchers,
-    }
-    if any(v is not None for v in flags.values()):
-        cmd.feature_flags.SetInParent()
-        for name, value in flags.items():
-            if value is not None:
-                setattr(cmd.feature_flags, name, value)
+    set_present(
+        cmd,
+        proxy_to_broker_url=proxy_to_broker_url,
+        original_principal=original_principal,
+        original_auth_data=original_auth_data,
+        original_auth_method=original_auth_method,
+    )
+    fill_feature_flags(
+        cmd,
+        supports_auth_refresh=supports_auth_refresh,
+        supports_broker_entry_metadata=supports_broker_entry_metadata,
+        supports_partial_producer=supports_partial_producer,
+        supports_topic_watchers=supports_topic_watchers,
+    )
     return frame_from_base(base)
 
 
@@ -175,15 +178,14 @@ def send(
     cmd.sequence_id = sequence_id
     if num_messages is not None:
         cmd.num_messages = num_messages
-    for name, value in (
-        ("highest_sequence_id", highest_sequence_id),
-        ("is_chunk", is_chunk),
-        ("txnid_least_bits", txnid_least_bits),
-        ("txnid_most_bits", txnid_most_bits),
-        ("marker", marker),
-    ):
-        if value is not None:
-            setattr(cmd, name, value)
+    set_present(
+        cmd,
+        highest_sequence_id=highest_sequence_id,
+        is_chunk=is_chunk,
+        txnid_least_bits=txnid_least_bits,
+        txnid_most_bits=txnid_most_bits,
+        marker=marker,
+    )
     if message_id is not None:
         fill_message_id(cmd.message_id, message_id)
     return payload_frame_from_base(base, headers_and_payload)

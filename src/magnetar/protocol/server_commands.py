@@ -27,7 +27,7 @@ from magnetar.protocol.enums import (
 )
 from magnetar.protocol.frames import encode_command, frame_from_base, new_base_command, serialize_base
 from magnetar.protocol.message_id import MessageId
-from magnetar.protocol.wire import WireSchema, fill_message_id, fill_schema, u64
+from magnetar.protocol.wire import WireSchema, fill_feature_flags, fill_message_id, fill_schema, u64
 
 _U32_PAIR = struct.Struct(">II")
 
@@ -47,19 +47,15 @@ def connected(
     cmd.protocol_version = protocol_version
     if max_message_size is not None:
         cmd.max_message_size = max_message_size
-    flags = {
-        "supports_topic_watchers": supports_topic_watchers,
-        "supports_get_partitioned_metadata_without_auto_creation": (
+    fill_feature_flags(
+        cmd,
+        supports_topic_watchers=supports_topic_watchers,
+        supports_get_partitioned_metadata_without_auto_creation=(
             supports_get_partitioned_metadata_without_auto_creation
         ),
-        "supports_auth_refresh": supports_auth_refresh,
-        "supports_broker_entry_metadata": supports_broker_entry_metadata,
-    }
-    if any(v is not None for v in flags.values()):
-        cmd.feature_flags.SetInParent()
-        for name, value in flags.items():
-            if value is not None:
-                setattr(cmd.feature_flags, name, value)
+        supports_auth_refresh=supports_auth_refresh,
+        supports_broker_entry_metadata=supports_broker_entry_metadata,
+    )
     return frame_from_base(base)
 
 

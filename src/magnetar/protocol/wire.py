@@ -1,10 +1,11 @@
-"""Small shared pieces of the command builders: ids, schemas, key-values.
+"""Small shared pieces of the command builders: ids, schemas, key-values, optional fields.
 
 Theory of operation: builders in ``server_commands`` and ``client_commands``
 fill protobuf sub-messages through these helpers so the proto2 rules are
 applied in one place: uint64 ids accept -1 (written as 2^64-1, as Java does
 for request_id -1), MessageIdData always gets ledgerId and entryId, and a
-schema always gets its three required fields.
+schema always gets its three required fields; optional scalars and the
+``FeatureFlags`` of CONNECT/CONNECTED stay absent when given as None.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from typing import Any
 from magnetar.protocol.enums import SchemaType
 from magnetar.protocol.message_id import MessageId, to_unsigned64
 
-__all__ = ["WireSchema", "u64", "fill_message_id", "fill_key_values", "fill_schema"]
+__all__ = [
+    "WireSchema",
+    "u64",
+    "fill_message_id",
+    "fill_key_values",
+    "fill_schema",
+    "set_present",
+    "fill_feature_flags",
+]
 
 
 def u64(value: int) -> int:
@@ -59,3 +68,17 @@ def fill_schema(target: Any, schema: WireSchema) -> None:
     target.schema_data = schema.schema_data
     target.type = int(schema.type)
     fill_key_values(target.properties, schema.properties)
+
+
+def set_present(message: Any, **fields: Any) -> None:
+    """Set each field whose value is not None; the others stay absent (proto2 optional)."""
+    for name, value in fields.items():
+        if value is not None:
+            setattr(message, name, value)
+
+
+def fill_feature_flags(command: Any, **flags: bool | None) -> None:
+    """``command.feature_flags``: present iff some flag is not None, with those flags set."""
+    if any(value is not None for value in flags.values()):
+        command.feature_flags.SetInParent()
+        set_present(command.feature_flags, **flags)
