@@ -8,7 +8,8 @@ layers below (managed ledger, metadata store) are converted by :func:`translate`
 at the boundary -- command handlers and HTTP handlers call it instead of
 matching exception types themselves.
 
-The ``ServerError`` numbers are Pulsar's (see the protocol reference, section 4).
+The ``ServerError`` numbers are Pulsar's (see the protocol reference, section 4); ``Code``
+is :class:`magnetar.protocol.enums.ServerError`, not a second copy of the table.
 Which codes a cpp client retries matters: TopicNotFound, ConsumerBusy,
 ProducerBusy, NotAllowed, ... fail fast; ServiceNotReady, MetadataError,
 PersistenceError and UnknownError are retried until the operation timeout.
@@ -17,41 +18,10 @@ PersistenceError and UnknownError are retried until the operation timeout.
 from __future__ import annotations
 
 import asyncio
-import enum
 
 from magnetar.managed_ledger import api as ml
 from magnetar.metadata import api as md
-
-
-class Code(enum.IntEnum):
-    """``ServerError`` values (PulsarApi.proto)."""
-
-    UnknownError = 0
-    MetadataError = 1
-    PersistenceError = 2
-    AuthenticationError = 3
-    AuthorizationError = 4
-    ConsumerBusy = 5
-    ServiceNotReady = 6
-    ProducerBlockedQuotaExceededError = 7
-    ProducerBlockedQuotaExceededException = 8
-    ChecksumError = 9
-    UnsupportedVersionError = 10
-    TopicNotFound = 11
-    SubscriptionNotFound = 12
-    ConsumerNotFound = 13
-    TooManyRequests = 14
-    TopicTerminatedError = 15
-    ProducerBusy = 16
-    InvalidTopicName = 17
-    IncompatibleSchema = 18
-    ConsumerAssignError = 19
-    TransactionCoordinatorNotFound = 20
-    InvalidTxnStatus = 21
-    NotAllowedError = 22
-    TransactionConflict = 23
-    TransactionNotFound = 24
-    ProducerFenced = 25
+from magnetar.protocol.enums import ServerError as Code
 
 
 class BrokerError(Exception):
