@@ -44,6 +44,7 @@ from magnetar.metadata.api import (
     SessionListener,
     Stat,
 )
+from magnetar.metadata.listeners import ListenerRegistry
 from magnetar.metadata.local import LocalTree, PutResult
 from magnetar.runtime import Clock, RealClock
 
@@ -155,7 +156,7 @@ def _notes_of(result: object) -> list[Notification]:
     return []
 
 
-class LocalSessionStore:
+class LocalSessionStore(ListenerRegistry):
     """One client session over a :class:`LocalMetadataServer`; implements MetadataStore."""
 
     def __init__(self, server: LocalMetadataServer, session_id: str) -> None:
@@ -246,20 +247,6 @@ class LocalSessionStore:
     async def delete_recursive(self, path: str) -> None:
         self._check()
         await self._server._write(self._server.tree.delete_recursive, path)
-
-    def add_listener(self, listener: NotificationListener) -> None:
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: NotificationListener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
-
-    def add_session_listener(self, listener: SessionListener) -> None:
-        self._session_listeners.append(listener)
-
-    def remove_session_listener(self, listener: SessionListener) -> None:
-        if listener in self._session_listeners:
-            self._session_listeners.remove(listener)
 
     async def aclose(self) -> None:
         if self._state is SessionState.CLOSED:

@@ -48,6 +48,7 @@ from magnetar.metadata.api import (
     parent_of,
     validate_path,
 )
+from magnetar.metadata.listeners import ListenerRegistry
 from magnetar.metadata.zk_session import (
     ZKSessionWatcher,
     new_client,
@@ -102,7 +103,7 @@ def to_stat(path: str, zs: ZnodeStat) -> Stat:
     )
 
 
-class ZKMetadataStore:
+class ZKMetadataStore(ListenerRegistry):
     """MetadataStore over one ZooKeeper session.  Create with :meth:`connect`."""
 
     def __init__(
@@ -357,20 +358,6 @@ class ZKMetadataStore:
             pass
         except api.NotEmpty:  # someone added a child meanwhile: go again
             await self.delete_recursive(path)
-
-    def add_listener(self, listener: NotificationListener) -> None:
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: NotificationListener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
-
-    def add_session_listener(self, listener: SessionListener) -> None:
-        self._session_listeners.append(listener)
-
-    def remove_session_listener(self, listener: SessionListener) -> None:
-        if listener in self._session_listeners:
-            self._session_listeners.remove(listener)
 
     async def aclose(self) -> None:
         """Closes the session: the server deletes our ephemerals before this returns."""
