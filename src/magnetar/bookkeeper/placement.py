@@ -64,6 +64,24 @@ def _candidates(bookies: Sequence[str], exclude: set[str]) -> list[str]:
     return sorted(b for b in bookies if b not in exclude)
 
 
+def _ensemble_candidates(size: int, bookies: Sequence[str], exclude: set[str]) -> list[str]:
+    """The bookies a new ensemble of ``size`` may use; NotEnoughBookiesError if too few."""
+    cands = _candidates(bookies, exclude)
+    if len(cands) < size:
+        raise NotEnoughBookiesError(f"need {size} bookies, {len(cands)} available")
+    return cands
+
+
+def _replacement_candidates(
+    ensemble: Sequence[str], index: int, bookies: Sequence[str], exclude: set[str]
+) -> list[str]:
+    """The bookies that may replace ``ensemble[index]`` (none already in the ensemble)."""
+    cands = _candidates(bookies, exclude | set(ensemble))
+    if not cands:
+        raise NotEnoughBookiesError(f"no bookie available to replace {ensemble[index]}")
+    return cands
+
+
 class DefaultPlacementPolicy:
     def __init__(self, rng: Rng) -> None:
         self._rng = rng
@@ -76,9 +94,7 @@ class DefaultPlacementPolicy:
         racks: Mapping[str, str],
         exclude: set[str],
     ) -> tuple[str, ...]:
-        cands = _candidates(bookies, exclude)
-        if len(cands) < size:
-            raise NotEnoughBookiesError(f"need {size} bookies, {len(cands)} available")
+        cands = _ensemble_candidates(size, bookies, exclude)
         return tuple(self._rng.sample(cands, size))
 
     def replace_bookie(
@@ -90,9 +106,7 @@ class DefaultPlacementPolicy:
         racks: Mapping[str, str],
         exclude: set[str],
     ) -> str:
-        cands = _candidates(bookies, exclude | set(ensemble))
-        if not cands:
-            raise NotEnoughBookiesError(f"no bookie available to replace {ensemble[index]}")
+        cands = _replacement_candidates(ensemble, index, bookies, exclude)
         return self._rng.choice(cands)
 
 
@@ -141,9 +155,7 @@ class RackAwarePlacementPolicy:
         racks: Mapping[str, str],
         exclude: set[str],
     ) -> tuple[str, ...]:
-        cands = _candidates(bookies, exclude)
-        if len(cands) < size:
-            raise NotEnoughBookiesError(f"need {size} bookies, {len(cands)} available")
+        cands = _ensemble_candidates(size, bookies, exclude)
         chosen: list[str | None] = [None] * size
         used: set[str] = set()
         for i in range(size):
@@ -166,9 +178,7 @@ class RackAwarePlacementPolicy:
         racks: Mapping[str, str],
         exclude: set[str],
     ) -> str:
-        cands = _candidates(bookies, exclude | set(ensemble))
-        if not cands:
-            raise NotEnoughBookiesError(f"no bookie available to replace {ensemble[index]}")
+        cands = _replacement_candidates(ensemble, index, bookies, exclude)
         taken = [
             racks.get(ensemble[j], DEFAULT_RACK) for j in _neighbours(len(ensemble), index, write_quorum)
         ]
