@@ -2,10 +2,16 @@
 
 Theory of operation: :func:`magnetar.web.app.create_app` builds one FastAPI
 application around a running ``BrokerService``.  Each resource family lives in
-its own module with its own ``APIRouter`` (``lookup``, ``topics``,
-``namespaces``, ``schemas``, ``brokers``, ``metrics``); handlers translate the
-request into one service call and the service's answer into JSON -- they hold
-no broker logic.  Errors leave through one place (``errors``): every broker
+its own module with its own ``APIRouter`` (``lookup``, ``tenancy`` (clusters,
+tenants), ``namespaces`` (lifecycle + one generated route triple per policy),
+``topics`` (partition metadata), ``topic_admin`` (stats, subscriptions, cursor
+operations, peek, terminate, compaction), ``topic_policies``, ``schemas``,
+``brokers`` (health, broker list, dynamic config, bookies), ``metrics``);
+handlers translate the request into one call of the broker service or of the
+admin service layer (``magnetar.broker.admin``, on ``app.state.admin``) and
+the answer into JSON -- they hold no broker logic.  Bodies are typed pydantic
+models, so ``/openapi.json`` describes every route.  Every path parameter
+passes Pulsar's name rule first (``paths.validate_path_names``, 412).  Errors leave through one place (``errors``): every broker
 error carries its Pulsar HTTP status and becomes ``{"reason": ...}``.
 The application runs inside the broker's own event loop (uvicorn's ``Server``
 as a task), never in a thread or a second loop.

@@ -20,4 +20,17 @@ lives in this package, over a running ``BrokerService``:
 
 ``service.AdminService(svc)`` bundles them; ``start()`` spawns the enforcement loop on
 the broker's task supervisor (idempotent).
+
+What is enforced (effective value = topic > namespace > broker default, applied
+to live topics on every policy write and within 100 ms of a topic loading):
+retention and persistence (managed-ledger config), message TTL, backlog quota
+(producer admission; consumer_backlog_eviction), max producers / consumers /
+consumers per subscription / subscriptions per topic, max unacked per consumer
+and per subscription, publish rate (messages and bytes), dispatch rate per
+topic and per subscription (messages), subscription types enabled, auto
+subscription creation, delayed delivery on/off (new dispatchers), inactive
+topic deletion, schema compatibility strategy.  Stored only: offload,
+replication clusters, permissions (read by the auth layer from the same
+document), subscribe rate, max message size, encryption required, entry
+filters, anti-affinity, resource group, deduplication snapshot interval.
 """
