@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import RawClient
+from broker_harness import RawClient
 
 from magnetar.broker.service.key_shared_selector import ConsistentHashingSelector
 from magnetar.common.murmur3 import sticky_key_slot
@@ -85,7 +85,7 @@ async def test_moved_key_is_blocked_until_the_old_owner_acks(broker, raw) -> Non
 
 
 async def test_split_range_mode_and_sticky_ranges_in_stats() -> None:
-    from conftest import running_broker
+    from broker_harness import running_broker
 
     async with running_broker(subscriptionKeySharedUseConsistentHashing="false") as b:
         c = await RawClient.connect(b.port)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from conftest import RawClient, running_broker
+from broker_harness import RawClient, running_broker
 
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType as T

@@ -7,7 +7,7 @@ import asyncio
 import jwt
 import pulsar
 import pytest
-from conftest import running_broker
+from broker_harness import running_broker
 
 pytestmark = pytest.mark.compat
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import RawClient, running_broker
+from broker_harness import RawClient, running_broker
 
 from magnetar.broker import errors
 from magnetar.protocol import commands

@@ -11,7 +11,7 @@ import asyncio
 import random
 
 import pytest
-from conftest import RawClient
+from broker_harness import RawClient
 
 from magnetar.protocol import commands
 from magnetar.protocol.enums import AckType

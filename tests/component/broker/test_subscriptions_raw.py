@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from conftest import RawClient
+from broker_harness import RawClient
 
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType as T
@@ -220,7 +220,7 @@ async def test_topic_auto_creation_can_be_turned_off(broker, raw) -> None:
 
 
 async def test_failover_switch_waits_for_the_grace_period() -> None:
-    from conftest import running_broker
+    from broker_harness import running_broker
 
     # A generous grace period: the "nothing during the grace period" window below must
     # close well before it ends even on a loaded CI machine.
