@@ -98,7 +98,8 @@ def test_producer_access_modes(client):
     consumer.close()
 
 
-@pytest.mark.slow  # observed: pulsar-client 3.13.0 re-lists every 60 s despite pattern_auto_discovery_period=1
+# Takes about a minute: pulsar-client 3.13.0 re-lists topics every 60 s despite
+# pattern_auto_discovery_period=1 (observed).
 def test_regex_subscription_picks_up_a_topic_created_later(client):
     prefix = f"rx{uuid.uuid4().hex[:6]}"
     first = f"persistent://public/default/{prefix}-a"

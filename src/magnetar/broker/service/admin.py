@@ -109,22 +109,29 @@ class TopicAdmin:
 
     # ------------------------------------------------------------ listing
     async def list_topics(self, namespace: str, mode: str = "PERSISTENT") -> list[str]:
+        """Topics of a namespace, partitions included, system topics left out.  ``mode`` is
+        PERSISTENT, NON_PERSISTENT or ALL (GET_TOPICS_OF_NAMESPACE's modes).  Non-persistent
+        topics exist only while loaded, plus the partitions of partitioned ones."""
         tenant, ns = parse_namespace(namespace)
         await self.require_namespace(namespace)
-        if mode.upper() == "NON_PERSISTENT":
-            return []
+        mode = mode.upper()
+        domains = {"PERSISTENT": ("persistent",), "NON_PERSISTENT": ("non-persistent",)}.get(
+            mode, ("persistent", "non-persistent")
+        )
         names: set[str] = set()
-        for ml_name in await self.ml_factory.list_names(f"{tenant}/{ns}/persistent/"):
-            ref = from_managed_ledger_name(ml_name)
-            if ref is not None:
-                names.add(ref.full_name)
+        if "persistent" in domains:
+            for ml_name in await self.ml_factory.list_names(f"{tenant}/{ns}/persistent/"):
+                ref = from_managed_ledger_name(ml_name)
+                if ref is not None:
+                    names.add(ref.full_name)
         for t in self.topics.loaded():
-            if t.ref.namespace == namespace:
+            if t.ref.namespace == namespace and t.ref.domain in domains:
                 names.add(t.name)
-        for local in await self.resources.partitioned_topics.list(tenant, ns, "persistent"):
-            base = topic_ref("persistent", tenant, ns, local)
-            n = await self._partitions_of(base) or 0
-            names.update(base.partition(i).full_name for i in range(n))
+        for domain in domains:
+            for local in await self.resources.partitioned_topics.list(tenant, ns, domain):
+                base = topic_ref(domain, tenant, ns, local)
+                n = await self._partitions_of(base) or 0
+                names.update(base.partition(i).full_name for i in range(n))
         return sorted(n for n in names if not parse_topic(n).is_system)
 
     async def list_partitioned_topics(self, namespace: str) -> list[str]:
