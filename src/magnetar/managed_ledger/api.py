@@ -267,6 +267,12 @@ class ManagedLedger(Protocol):
         """Append; pipelined calls complete in call order.  ``num_messages``: messages in the
         entry (batch size from its metadata), for message counts and message backlogs."""
 
+    async def check_writable(self) -> None:
+        """If creating the current ledger failed (WriteFailed: e.g. fewer bookies than the
+        ensemble), try again now; raise ManagedLedgerStorageError with the cause if it fails
+        again.  Lets the broker refuse a producer with a clear error instead of accepting
+        sends that can only fail."""
+
     @property
     def number_of_messages(self) -> int: ...
 
@@ -312,6 +318,10 @@ class ManagedLedger(Protocol):
 
     def counters(self) -> dict[str, int]:
         """Cumulative counters (entriesAdded, bytesAdded, addEntryErrors, ...) for /metrics."""
+
+    async def internal_stats_with_metadata(self) -> dict:
+        """internal_stats plus each ledger's BookKeeper metadata as a ``metadata`` string
+        (Pulsar's ``internalStats?metadata=true``)."""
 
     def internal_stats(self) -> dict:
         """As Pulsar's ``/internalStats``: entriesAddedCounter, numberOfEntries, totalSize,

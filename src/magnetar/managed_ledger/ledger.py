@@ -85,6 +85,7 @@ class ManagedLedgerImpl(LedgerWriter):
         self.messages_added = 0
         self.last_ledger_created_ms = 0
         self.last_ledger_creation_failure_ms = 0
+        self.last_write_error: ManagedLedgerError | None = None  # why the last ledger creation failed
         self.terminated_position: Position | None = None
         self.on_closed = None  # set by the factory
         self.trim_task: asyncio.Task[None] | None = None
@@ -403,6 +404,23 @@ class ManagedLedgerImpl(LedgerWriter):
 
     def internal_stats(self) -> dict:
         return ledger_internal_stats(self)
+
+    async def internal_stats_with_metadata(self) -> dict:
+        out = ledger_internal_stats(self)
+        for info in out["ledgers"]:
+            try:
+                md = await self.ctx.bookkeeper.get_ledger_metadata(info["ledgerId"])
+            except BKError:
+                continue  # deleted meanwhile (or offloaded): no metadata, as in Pulsar
+            ensembles = ", ".join(f"{first}=[{', '.join(e)}]" for first, e in md.ensembles)
+            info["metadata"] = (
+                f"LedgerMetadata{{formatVersion=3, ensembleSize={md.ensemble_size}, "
+                f"writeQuorumSize={md.write_quorum}, ackQuorumSize={md.ack_quorum}, "
+                f"state={md.state.name}, length={md.length}, lastEntryId={md.last_entry_id}, "
+                f"digestType={md.digest_type.name}, password=OMITTED, ensembles={{{ensembles}}}, "
+                f"customMetadata={{{', '.join(sorted(md.custom_metadata))}}}}}"
+            )
+        return out
 
     def counters(self) -> dict[str, int]:
         """Cumulative counters since this managed ledger was opened (for /metrics)."""

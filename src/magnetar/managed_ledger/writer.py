@@ -131,6 +131,20 @@ class LedgerWriter:
                 raise ManagedLedgerStorageError(f"{self._name}: add timed out waiting for a ledger") from None
             return await op.future
 
+    async def check_writable(self) -> None:
+        """WriteFailed (the last ledger creation failed): roll now and raise its error if the
+        new ledger cannot be created either.  Otherwise nothing to do."""
+        if self.state is not MLState.WRITE_FAILED:
+            return
+        if not self._rolling:
+            self._rolling = True
+            await self._roll()
+        else:
+            async with timed_lock(self._op_lock):
+                pass  # the roll in progress holds the lock until it is done
+        if self.state is MLState.WRITE_FAILED:
+            raise self.last_write_error or ManagedLedgerStorageError(f"{self._name}: cannot create a ledger")
+
     def _check_writable(self) -> None:
         st = self.state
         if st is MLState.TERMINATED:
@@ -277,10 +291,12 @@ class LedgerWriter:
                 try:
                     await self._create_and_record_ledger()
                 except ManagedLedgerError as e:
+                    self.last_write_error = e
                     if self.state is MLState.CREATING_LEDGER:
                         self._set_state(MLState.WRITE_FAILED)
                     self._fail_queue(e)
                     return
+                self.last_write_error = None
                 if self.state is not MLState.CREATING_LEDGER:
                     return
                 self._set_state(MLState.LEDGER_OPENED)

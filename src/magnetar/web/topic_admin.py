@@ -117,8 +117,10 @@ async def partitioned_stats(
 
 
 @router.get(TP + "/internalStats")
-async def internal_stats(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> dict:
-    return await _svc(request).internal_stats(topic_name(domain, tenant, namespace, topic))
+async def internal_stats(
+    request: Request, domain: str, tenant: str, namespace: str, topic: str, metadata: bool = False
+) -> dict:
+    return await _svc(request).internal_stats(topic_name(domain, tenant, namespace, topic), metadata)
 
 
 @router.get(TP + "/partitioned-internalStats")

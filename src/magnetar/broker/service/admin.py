@@ -205,8 +205,13 @@ class TopicAdmin:
         out["compaction"] = self.compaction.stats_of(t.name)
         return out
 
-    async def internal_stats(self, topic: str) -> dict:
-        return (await self._existing_topic(topic)).ml.internal_stats()
+    async def internal_stats(self, topic: str, metadata: bool = False) -> dict:
+        from magnetar.broker.service.topic import PersistentTopic  # noqa: PLC0415 -- cycle
+
+        t = await self._existing_topic(topic)
+        if metadata and isinstance(t, PersistentTopic):
+            return await t.ml.internal_stats_with_metadata()
+        return t.ml.internal_stats()
 
     async def list_subscriptions(self, topic: str) -> list[str]:
         ref = parse_topic(topic)

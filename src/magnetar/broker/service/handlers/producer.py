@@ -26,6 +26,8 @@ from magnetar.broker.service.dedup import refresh_deduplication
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.schemas import producer_schema_version
+from magnetar.broker.service.topic import PersistentTopic
+from magnetar.managed_ledger.api import ManagedLedgerError
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.payload import verify_checksum
@@ -73,6 +75,14 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
     schema_version = await producer_schema_version(svc, topic, cmd)
     if cmd.HasField("initial_subscription_name") and cmd.initial_subscription_name:
         await topic.get_or_create_subscription(cmd.initial_subscription_name, 0, True, None)
+    if isinstance(topic, PersistentTopic):
+        # A ledger that cannot be created (too few bookies for the persistence policy's
+        # ensemble) fails the producer now, with the cause, instead of an endless
+        # send-fail-reconnect-resend loop on the client.
+        try:
+            await topic.ml.check_writable()
+        except ManagedLedgerError as exc:
+            raise errors.translate(exc) from exc
     if cnx.closed:
         raise errors.ServiceNotReadyError("Connection closed")
     ready = topic.add_producer(producer, cmd.request_id)

@@ -1,0 +1,70 @@
+# ruff: noqa: F811  -- module-scoped fixtures are imported by name
+"""Policy enforcement, second part: persistence (ensemble/quorums), backlog-quota hold,
+max message size, stats fields -- with the official client against a real standalone.
+
+The standalone has one bookie: persistence 1/1/1 is satisfiable (new ledgers' metadata
+show it), 2/2/2 is not: the next ledger cannot be created, so sends fail (at the client's
+send timeout) and new producers are refused, instead of the client looping forever on
+send-fail/reconnect/resend.
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pulsar
+import pytest
+
+from tests.integration.test_admin_support import http, standalone  # noqa: F401
+
+V2 = "/admin/v2"
+NS = "public/default"
+
+
+@pytest.fixture(scope="module")
+def client(standalone):  # type: ignore[no-untyped-def]
+    c = pulsar.Client(standalone.broker_url, operation_timeout_seconds=3)
+    yield c
+    c.close()
+
+
+def _persistence(e: int, w: int, a: int) -> dict:
+    return {"bookkeeperEnsemble": e, "bookkeeperWriteQuorum": w, "bookkeeperAckQuorum": a}
+
+
+def test_persistence_policy_new_ledgers_use_it(http: httpx.Client, client: pulsar.Client) -> None:
+    path = f"{V2}/persistent/{NS}/enf-pers-ok"
+    p = client.create_producer(f"persistent://{NS}/enf-pers-ok", batching_enabled=False)
+    assert http.post(f"{path}/persistence", json=_persistence(1, 1, 1)).status_code == 204
+    for i in range(7):  # ledgers roll every 5 entries in these tests
+        p.send(b"m%d" % i)
+    ledgers = http.get(f"{path}/internalStats", params={"metadata": "true"}).json()["ledgers"]
+    assert len(ledgers) >= 2
+    last = ledgers[-1]["metadata"]
+    assert "ensembleSize=1" in last and "writeQuorumSize=1" in last and "ackQuorumSize=1" in last
+    assert "metadata" not in http.get(f"{path}/internalStats").json()["ledgers"][-1]
+    p.close()
+
+
+def test_persistence_policy_unsatisfiable_fails_sends(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-pers-bad"
+    path = f"{V2}/persistent/{NS}/enf-pers-bad"
+    p = client.create_producer(t, batching_enabled=False, send_timeout_millis=2000)
+    assert http.post(f"{path}/persistence", json=_persistence(2, 2, 2)).status_code == 204
+    for i in range(5):  # fill the current ledger (made with the old ensemble)
+        p.send(b"m%d" % i)
+    t0 = time.monotonic()
+    with pytest.raises(pulsar.Timeout):
+        p.send(b"no ledger for this one")  # the next ledger needs 2 bookies: one exists
+    assert time.monotonic() - t0 < 10  # failed at the send timeout, no endless resend loop
+    with pytest.raises((pulsar.BrokerPersistenceError, pulsar.Timeout)):
+        client.create_producer(t)  # refused (cpp retries the PersistenceError until its timeout)
+    # fixing the policy lets producers in and sends succeed again, on a 1-bookie ledger
+    assert http.post(f"{path}/persistence", json=_persistence(1, 1, 1)).status_code == 204
+    p2 = client.create_producer(t, batching_enabled=False)
+    p2.send(b"ok")
+    last = http.get(f"{path}/internalStats", params={"metadata": "true"}).json()["ledgers"][-1]
+    assert "ensembleSize=1" in last["metadata"]
+    p.close()
+    p2.close()
