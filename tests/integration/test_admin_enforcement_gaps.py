@@ -68,3 +68,31 @@ def test_persistence_policy_unsatisfiable_fails_sends(http: httpx.Client, client
     assert "ensembleSize=1" in last["metadata"]
     p.close()
     p2.close()
+
+
+def test_backlog_quota_producer_request_hold(http: httpx.Client, client: pulsar.Client) -> None:
+    """Over the quota a connected producer's sends are held (not failed) until the backlog
+    drops below it; new producers are refused with ProducerBlockedQuotaExceededError."""
+    t = f"persistent://{NS}/enf-hold"
+    base = f"{V2}/persistent/{NS}/enf-hold"
+    consumer = client.subscribe(t, "s", receiver_queue_size=1)
+    p = client.create_producer(t, batching_enabled=False, send_timeout_millis=0)
+    for _ in range(10):
+        p.send(b"h" * 100)
+    quota = {"limitSize": 500, "limitTime": -1, "policy": "producer_request_hold"}
+    assert http.post(f"{base}/backlogQuota", json=quota).status_code == 204
+    time.sleep(0.5)  # the enforcer's pass (200 ms) disconnects the producer
+    held: list[object] = []
+    p.send_async(b"held", lambda res, msg_id: held.append(res))
+    time.sleep(1.5)
+    assert held == []  # neither stored nor failed: held
+    with pytest.raises((pulsar.ProducerBlockedQuotaExceededError, pulsar.Timeout)):
+        client.create_producer(t)
+    assert http.post(f"{base}/subscription/s/skip_all").status_code == 204
+    deadline = time.monotonic() + 15
+    while not held and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert held == [pulsar.Result.Ok]  # backlog gone: the held send went through
+    assert http.get(f"{base}/stats").json()["subscriptions"]["s"]["msgBacklog"] >= 1
+    p.close()
+    consumer.close()

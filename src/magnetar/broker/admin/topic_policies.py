@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import quote
 
 from magnetar.broker import errors
+from magnetar.broker.admin.admission import QUOTA_BLOCKING, backlog_bytes
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.names import TopicRef, parse_topic
@@ -301,10 +302,15 @@ class PolicyEnforcer:
         quotas = docs[0].get("backLogQuotaMap") or docs[1].get("backlog_quota_map") or {}
         quota = quotas.get("destination_storage")
         topic.policy_limits["backlogQuota"] = quota
-        if not quota or quota.get("policy") != "consumer_backlog_eviction":
+        if not quota:
             return
         limit = quota.get("limitSize", -1)
         if limit is None or limit < 0:
+            return
+        if quota.get("policy") in QUOTA_BLOCKING:
+            self._disconnect_producers_over_quota(topic, limit)
+            return
+        if quota.get("policy") != "consumer_backlog_eviction":
             return
         for name, cursor in list(topic.ml.cursors.items()):
             evicted = False
@@ -314,6 +320,22 @@ class PolicyEnforcer:
             sub = topic.subscriptions.get(name)
             if evicted and sub is not None and sub.dispatcher is not None:
                 sub.dispatcher.notify()
+
+    @staticmethod
+    def _disconnect_producers_over_quota(topic: Any, limit: int) -> None:
+        """producer_request_hold / producer_exception over the quota: drop the connected
+        producers (as Pulsar does).  Their reconnect is refused by ``check_producer``: under
+        ``producer_request_hold`` the client keeps retrying and holds its sends until the
+        backlog is below the quota again (or they time out); under ``producer_exception`` the
+        client fails its pending sends."""
+        if not topic.producers or backlog_bytes(topic) <= limit:
+            return
+        for producer in list(topic.producers.values()):
+            log.info(
+                "backlog quota exceeded on %s: disconnecting producer %s", topic.name, producer.producer_name
+            )
+            producer.cnx.broker_closed_producer(producer)
+            topic.remove_producer(producer)
 
     async def _inactive_topics(self) -> None:
         """Inactive topic policies: delete loaded topics idle longer than allowed.
