@@ -96,3 +96,49 @@ def test_backlog_quota_producer_request_hold(http: httpx.Client, client: pulsar.
     assert http.get(f"{base}/stats").json()["subscriptions"]["s"]["msgBacklog"] >= 1
     p.close()
     consumer.close()
+
+
+def test_max_message_size_topic_policy(http: httpx.Client, client: pulsar.Client) -> None:
+    """A message over the topic's maxMessageSize fails that send (the producer stays)."""
+    path = f"{V2}/persistent/{NS}/enf-maxsize"
+    p = client.create_producer(
+        f"persistent://{NS}/enf-maxsize", batching_enabled=False, chunking_enabled=False
+    )
+    assert http.post(f"{path}/maxMessageSize", json=1024).status_code == 204
+    with pytest.raises(pulsar.ChecksumError):  # the soft SEND_ERROR code; the reason is in its message
+        p.send(b"x" * 2000)
+    p.send(b"x" * 100)  # small ones still go
+    assert http.delete(f"{path}/maxMessageSize").status_code == 204
+    p.send(b"x" * 2000)  # limit lifted without a restart
+    p.close()
+
+
+def test_encryption_required_namespace_policy(http: httpx.Client, client: pulsar.Client) -> None:
+    http.put(f"{V2}/tenants/enfenc", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enfenc/ns").status_code == 204
+    t = "persistent://enfenc/ns/t"
+    p = client.create_producer(t, batching_enabled=False)
+    p.send(b"plain, allowed")
+    assert http.post(f"{V2}/namespaces/enfenc/ns/encryptionRequired", json=True).status_code == 204
+    with pytest.raises(pulsar.ChecksumError):
+        p.send(b"plain, refused")
+    with pytest.raises((pulsar.BrokerMetadataError, pulsar.Timeout)):
+        client.create_producer(t)  # an unencrypted producer is refused
+    assert http.post(f"{V2}/namespaces/enfenc/ns/encryptionRequired", json=False).status_code == 204
+    p.send(b"plain, allowed again")
+    p.close()
+
+
+def test_subscribe_rate_topic_policy(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-subrate"
+    path = f"{V2}/persistent/{NS}/enf-subrate"
+    assert http.put(path).status_code == 204
+    rate = {"subscribeThrottlingRatePerConsumer": 2, "ratePeriodInSecond": 30}
+    assert http.post(f"{path}/subscribeRate", json=rate).status_code == 204
+    for _ in range(2):
+        client.subscribe(t, "s", consumer_name="same").close()
+    with pytest.raises(pulsar.NotAllowedError):
+        client.subscribe(t, "s", consumer_name="same")  # third subscribe within the period
+    client.subscribe(t, "s", consumer_name="other").close()  # per consumer identity
+    assert http.delete(f"{path}/subscribeRate").status_code == 204
+    client.subscribe(t, "s", consumer_name="same").close()  # lifted without a restart

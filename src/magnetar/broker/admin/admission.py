@@ -32,6 +32,15 @@ class ProducerBlockedQuotaExceededException(errors.BrokerError):  # noqa: N818 -
     http_status = 412
 
 
+class SendRejectedError(errors.ChecksumError):
+    """A policy refuses one message (topic ``maxMessageSize``, ``encryption_required``).
+
+    Sent as SEND_ERROR with the ChecksumError code: the only code on which the official
+    clients fail that one send (and keep the producer) -- any other code makes them drop
+    the connection and re-send the same message forever.  The message says why.
+    """
+
+
 QUOTA_BLOCKING = ("producer_exception", "producer_request_hold")
 SUB_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
 
@@ -86,6 +95,52 @@ def check_subscribe(topic: Any, subscription: str, sub_type: int) -> None:
     sub = subs.get(subscription)
     if max_sub and sub is not None and len(sub.consumers) >= max_sub:
         raise errors.ConsumerBusyError("Subscription reached max consumers limit")
+
+
+SUBSCRIBE_RATE_KEYS_MAX = 10_000  # bound on the per-topic table of consumer identities
+
+
+def check_subscribe_rate(topic: Any, host: str, consumer_name: str) -> None:
+    """``subscribeRate``: at most ``subscribeThrottlingRatePerConsumer`` subscribes per
+    ``ratePeriodInSecond`` by one consumer identity (client host + consumer name; Pulsar
+    adds the consumer id, which the official clients change on every new consumer)."""
+    rate = _limits(topic).get("subscribeRate") or {}
+    limit = rate.get("subscribeThrottlingRatePerConsumer", -1) or -1
+    if limit <= 0:
+        return
+    period_s = max(1, int(rate.get("ratePeriodInSecond", 30) or 30))
+    now_s = topic.clock.monotonic()
+    table: dict[tuple[str, str], list[float]] | None = getattr(topic, "subscribe_rate_windows", None)
+    if table is None or len(table) >= SUBSCRIBE_RATE_KEYS_MAX:
+        table = {}
+        topic.subscribe_rate_windows = table
+    key = (host, consumer_name)
+    window = table.get(key)
+    if window is None or now_s - window[0] >= period_s:
+        window = table[key] = [now_s, 0]
+    if window[1] >= limit:
+        raise errors.NotAllowedError("Subscribe limited by subscribe rate limit per consumer.")
+    window[1] += 1
+
+
+def check_producer_encryption(topic: Any, encrypted: bool) -> None:
+    """``encryption_required``: a producer that does not encrypt is refused (Pulsar's answer)."""
+    if _limits(topic).get("encryptionRequired") and not encrypted:
+        raise errors.MetadataStoreError(f"Encryption is required in {topic.name}")
+
+
+def check_send(topic: Any, encrypted: bool, size_bytes: int, is_chunk: bool) -> SendRejectedError | None:
+    """The per-message policies: topic ``maxMessageSize`` (not for chunks, as in Pulsar) and
+    ``encryption_required`` (a producer created before it was set)."""
+    limits = _limits(topic)
+    max_size = limits.get("maxMessageSize") or 0
+    if max_size > 0 and not is_chunk and size_bytes > max_size:
+        return SendRejectedError(
+            f"Message size {size_bytes} exceeds the topic's max message size {max_size} ({topic.name})"
+        )
+    if limits.get("encryptionRequired") and not encrypted:
+        return SendRejectedError(f"Message is not encrypted, encryption is required in {topic.name}")
+    return None
 
 
 def unacked_limit_on_consumer(topic: Any, default: int) -> int:

@@ -60,6 +60,9 @@ ADMISSION_POLICIES = (
     "autoSubscriptionCreation",
     "delayedDelivery",
     "maxUnackedMessagesOnSubscription",
+    "maxMessageSize",
+    "encryptionRequired",
+    "subscribeRate",
 )
 
 

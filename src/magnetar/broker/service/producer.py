@@ -91,6 +91,7 @@ class Producer:
         self._drained.set()
         self._broken = False
         self.rate = Rate()
+        self.encrypted = False  # the client said it encrypts (CommandProducer.encrypted)
 
     # ------------------------------------------------------------ state
     def _set_state(self, new: ProducerState) -> None:
@@ -119,6 +120,14 @@ class Producer:
         self._pending.append(pending)
         self._drained.clear()
         fut.add_done_callback(lambda _f: self._flush_receipts())
+
+    def reject(self, sequence_id: int, highest_sequence_id: int | None, error: BaseException) -> None:
+        """Fail one send, in order with the sends before it (a policy refused it)."""
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        fut.set_exception(error)
+        self._pending.append(PendingPublish(sequence_id, highest_sequence_id, 0, 0, fut))
+        self._drained.clear()
+        self._flush_receipts()
 
     def _flush_receipts(self) -> None:
         stored = False

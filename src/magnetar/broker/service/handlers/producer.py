@@ -21,7 +21,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
-from magnetar.broker.admin.admission import throttle_publish
+from magnetar.broker.admin.admission import check_producer_encryption, check_send, throttle_publish
 from magnetar.broker.service.dedup import refresh_deduplication
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.producer import Producer
@@ -83,6 +83,8 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
             await topic.ml.check_writable()
         except ManagedLedgerError as exc:
             raise errors.translate(exc) from exc
+    producer.encrypted = cmd.HasField("encrypted") and cmd.encrypted
+    check_producer_encryption(topic, producer.encrypted)
     if cnx.closed:
         raise errors.ServiceNotReadyError("Connection closed")
     ready = topic.add_producer(producer, cmd.request_id)
@@ -121,6 +123,10 @@ def handle_send(cnx: Connection, frame: Any) -> None:
     n = cmd.num_messages if is_batch else 1
     highest = cmd.highest_sequence_id if cmd.HasField("highest_sequence_id") else None
     cnx.publish_started()
+    refused = check_send(producer.topic, producer.encrypted, len(data), is_chunk)
+    if refused is not None:
+        producer.reject(cmd.sequence_id, highest, refused)
+        return
     producer.publish(cmd.sequence_id, highest, max(1, n), is_batch, data)
     throttle_publish(producer.topic, cnx, max(1, n), len(data))  # publish rate (broker.admin.admission)
 
