@@ -142,3 +142,31 @@ def test_subscribe_rate_topic_policy(http: httpx.Client, client: pulsar.Client) 
     client.subscribe(t, "s", consumer_name="other").close()  # per consumer identity
     assert http.delete(f"{path}/subscribeRate").status_code == 204
     client.subscribe(t, "s", consumer_name="same").close()  # lifted without a restart
+
+
+def _sync_sends_in(p: pulsar.Producer, payload: bytes, seconds: float) -> int:
+    n = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        p.send(payload)
+        n += 1
+    return n
+
+
+def test_publish_byte_rate_limit_and_stats_fields(http: httpx.Client, client: pulsar.Client) -> None:
+    """publishThrottlingRateInByte caps the byte rate; stats count publishRateLimitedTimes;
+    with no consumers msgRateOut is a float 0.0 (Pulsar's double)."""
+    base = f"{V2}/persistent/{NS}/enf-pubbytes"
+    p = client.create_producer(f"persistent://{NS}/enf-pubbytes", batching_enabled=False)
+    payload = b"b" * 500
+    rate = {"publishThrottlingRateInMsg": -1, "publishThrottlingRateInByte": 5000}
+    assert http.post(f"{base}/publishRate", json=rate).status_code == 204
+    limited = _sync_sends_in(p, payload, 2.5)
+    print(f"publish byte rate limited to 5000 B/s: {limited * 500 / 2.5:.0f} B/s")
+    assert limited <= 3 * (5000 // 500 + 2), limited  # at most 3 one-second windows of ~10 messages
+    stats = http.get(f"{base}/stats").json()
+    assert stats["publishRateLimitedTimes"] >= 1
+    assert isinstance(stats["msgRateOut"], float) and stats["msgRateOut"] == 0.0
+    assert isinstance(stats["msgThroughputOut"], float)
+    assert http.delete(f"{base}/publishRate").status_code == 204
+    p.close()
