@@ -170,3 +170,41 @@ def test_publish_byte_rate_limit_and_stats_fields(http: httpx.Client, client: pu
     assert isinstance(stats["msgThroughputOut"], float)
     assert http.delete(f"{base}/publishRate").status_code == 204
     p.close()
+
+
+def _received_in(consumer: pulsar.Consumer, seconds: float) -> int:
+    n = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            consumer.acknowledge(consumer.receive(100))
+            n += 1
+        except pulsar.Timeout:
+            pass
+    return n
+
+
+def test_dispatch_byte_rate_limit_caps_delivery(http: httpx.Client, client: pulsar.Client) -> None:
+    t = f"persistent://{NS}/enf-dispbytes"
+    base = f"{V2}/persistent/{NS}/enf-dispbytes"
+    assert http.put(base).status_code == 204
+    assert http.put(f"{base}/subscription/s", json={"ledgerId": -1, "entryId": -1}).status_code == 204
+    rate = {
+        "dispatchThrottlingRateInMsg": -1,
+        "dispatchThrottlingRateInByte": 5000,
+        "relativeToPublishRate": False,
+        "ratePeriodInSecond": 1,
+    }
+    assert http.post(f"{base}/dispatchRate", json=rate).status_code == 204
+    p = client.create_producer(t, batching_enabled=False)
+    for _ in range(150):
+        p.send_async(b"d" * 500, None)
+    p.flush()
+    consumer = client.subscribe(t, "s", receiver_queue_size=1000)
+    got = _received_in(consumer, 2.5)
+    print(f"dispatch byte rate: limited to 5000 B/s -> {got * 500 / 2.5:.0f} B/s of payload")
+    assert 5 <= got <= 3 * (5000 // 500 + 2), got  # at most 3 one-second windows of ~10 entries
+    assert http.delete(f"{base}/dispatchRate").status_code == 204
+    assert _received_in(consumer, 1.5) >= 150 - got - 20  # lifted live
+    consumer.close()
+    p.close()

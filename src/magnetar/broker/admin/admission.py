@@ -197,13 +197,15 @@ def throttle_publish(topic: Any, cnx: Any, n_messages: int, n_bytes: int) -> Non
 
 
 class DispatchWindow:
-    """Entries dispatched in the current one-second window (per topic or per subscription)."""
+    """Entries and bytes dispatched in the current one-second window (per topic or per
+    subscription)."""
 
-    __slots__ = ("count", "window_start_s")
+    __slots__ = ("bytes", "count", "window_start_s")
 
     def __init__(self, now_s: float) -> None:
         self.window_start_s = now_s
         self.count = 0
+        self.bytes = 0
 
 
 def _msg_limit(rate: dict | None) -> int:
@@ -212,6 +214,19 @@ def _msg_limit(rate: dict | None) -> int:
     value = rate.get("dispatchThrottlingRateInMsg", -1)
     period = max(1, int(rate.get("ratePeriodInSecond", 1) or 1))
     return -1 if value is None or value <= 0 else max(1, value // period)
+
+
+def _byte_limit(rate: dict | None) -> int:
+    if not rate:
+        return -1
+    value = rate.get("dispatchThrottlingRateInByte", -1)
+    period = max(1, int(rate.get("ratePeriodInSecond", 1) or 1))
+    return -1 if value is None or value <= 0 else max(1, value // period)
+
+
+def _average_entry_bytes(topic: Any) -> int:
+    ml = topic.ml
+    return max(1, ml.total_size // max(1, ml.number_of_entries))
 
 
 def _window(owner: Any, attr: str, now_s: float) -> DispatchWindow:
@@ -224,26 +239,35 @@ def _window(owner: Any, attr: str, now_s: float) -> DispatchWindow:
 
 async def dispatch_permits(subscription: Any, budget: int) -> int:
     """Dispatch rate limits (``dispatchRate`` per topic, ``subscriptionDispatchRate`` per
-    subscription, in messages per second): wait for the next window when this one is used
-    up, then cap the read at what the window has left."""
+    subscription, in messages and in bytes per second): wait for the next window when this
+    one is used up, then cap the read at the messages the window has left (a read may
+    overshoot the byte budget once; the next window waits for it)."""
     topic = subscription.topic
     limits = _limits(topic)
     topic_limit = _msg_limit(limits.get("dispatchRate"))
     sub_limit = _msg_limit(limits.get("subscriptionDispatchRate"))
-    if topic_limit < 0 and sub_limit < 0:
+    topic_bytes = _byte_limit(limits.get("dispatchRate"))
+    sub_bytes = _byte_limit(limits.get("subscriptionDispatchRate"))
+    if topic_limit < 0 and sub_limit < 0 and topic_bytes < 0 and sub_bytes < 0:
         return budget
     clock = topic.clock
     for _ in range(DISPATCH_WAIT_ROUNDS_MAX):
         now_s = clock.monotonic()
         left = budget
         wait_until = 0.0
-        for owner, attr, limit in (
-            (topic, "dispatch_window", topic_limit),
-            (subscription, "dispatch_window", sub_limit),
+        for owner, attr, limit, byte_limit in (
+            (topic, "dispatch_window", topic_limit, topic_bytes),
+            (subscription, "dispatch_window", sub_limit, sub_bytes),
         ):
-            if limit < 0:
+            if limit < 0 and byte_limit < 0:
                 continue
             w = _window(owner, attr, now_s)
+            if byte_limit > 0:
+                if w.bytes >= byte_limit:
+                    wait_until = max(wait_until, w.window_start_s + PUBLISH_WINDOW_S)
+                left = min(left, max(1, (byte_limit - w.bytes) // _average_entry_bytes(topic)))
+            if limit < 0:
+                continue
             room = limit - w.count
             if room <= 0:
                 wait_until = max(wait_until, w.window_start_s + PUBLISH_WINDOW_S)
@@ -257,14 +281,16 @@ async def dispatch_permits(subscription: Any, budget: int) -> int:
 DISPATCH_WAIT_ROUNDS_MAX = 100
 
 
-def count_dispatched(subscription: Any, n_entries: int) -> None:
+def count_dispatched(subscription: Any, n_entries: int, n_bytes: int = 0) -> None:
     topic = subscription.topic
     limits = _limits(topic)
     if limits.get("dispatchRate") is None and limits.get("subscriptionDispatchRate") is None:
         return
     now_s = topic.clock.monotonic()
     for owner in (topic, subscription):
-        _window(owner, "dispatch_window", now_s).count += n_entries
+        w = _window(owner, "dispatch_window", now_s)
+        w.count += n_entries
+        w.bytes += n_bytes
 
 
 def delayed_delivery_active(topic: Any) -> bool:

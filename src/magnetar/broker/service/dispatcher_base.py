@@ -215,7 +215,7 @@ class Dispatcher:
             return False
         if epoch != self._epoch:
             return True  # a seek happened while reading: drop what was read
-        count_dispatched(self.subscription, len(entries))
+        count_dispatched(self.subscription, len(entries), sum(len(e.data) for e in entries))
         self.deliver([self._outbound(e) for e in entries])
         return True
 
