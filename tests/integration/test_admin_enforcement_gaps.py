@@ -208,3 +208,21 @@ def test_dispatch_byte_rate_limit_caps_delivery(http: httpx.Client, client: puls
     assert _received_in(consumer, 1.5) >= 150 - got - 20  # lifted live
     consumer.close()
     p.close()
+
+
+@pytest.mark.slow  # the policy's unit is minutes: ~65 s
+def test_subscription_expiration_time(http: httpx.Client, client: pulsar.Client) -> None:
+    http.put(f"{V2}/tenants/enfexp", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enfexp/ns").status_code == 204
+    base = f"{V2}/persistent/enfexp/ns/t"
+    assert http.put(base).status_code == 204
+    assert http.put(f"{base}/subscription/idle", json={"ledgerId": -1, "entryId": -1}).status_code == 204
+    busy = client.subscribe("persistent://enfexp/ns/t", "busy")
+    assert http.post(f"{V2}/namespaces/enfexp/ns/subscriptionExpirationTime", json=1).status_code == 204
+    deadline = time.monotonic() + 90
+    subs = http.get(f"{base}/subscriptions").json()
+    while "idle" in subs and time.monotonic() < deadline:
+        time.sleep(1)
+        subs = http.get(f"{base}/subscriptions").json()
+    assert subs == ["busy"]  # the idle one expired, the one with a consumer stays
+    busy.close()

@@ -260,6 +260,9 @@ class PolicyEnforcer:
         topic.policy_limits = limits
         await self._apply_storage(topic, docs)
         await self._apply_backlog_quota(topic, docs)
+        await self._expire_subscriptions(
+            topic, self._policies.resolve(BY_NAME["subscriptionExpirationTime"], *docs)
+        )
         if ttl and ttl > 0:
             for name, cursor in list(topic.ml.cursors.items()):
                 try:
@@ -323,6 +326,40 @@ class PolicyEnforcer:
             sub = topic.subscriptions.get(name)
             if evicted and sub is not None and sub.dispatcher is not None:
                 sub.dispatcher.notify()
+
+    async def _expire_subscriptions(self, topic: Any, minutes: int | None) -> None:
+        """``subscription_expiration_time_minutes``: delete a durable subscription that has had
+        no consumer for that long (idle time counted from when a pass first saw it idle;
+        compaction and other ``pulsar.``/``__`` system cursors are kept)."""
+        idle: dict[str, int] | None = getattr(topic, "subscription_idle_since_ms", None)
+        if idle is None:
+            idle = topic.subscription_idle_since_ms = {}
+        if not minutes or minutes <= 0:
+            idle.clear()
+            return
+        now_ms = self._svc.clock.time_ms()
+        names = set(topic.ml.cursors) | set(topic.subscriptions)
+        for name in list(idle):
+            if name not in names:
+                del idle[name]
+        for name in names:
+            if name.startswith(("pulsar.", "__")):
+                continue
+            sub = topic.subscriptions.get(name)
+            if sub is not None and (sub.consumers or not sub.durable):
+                idle.pop(name, None)
+                continue
+            since = idle.setdefault(name, now_ms)
+            if now_ms - since < minutes * 60_000:
+                continue
+            log.info(
+                "subscription %s on %s expired after %d min without consumers", name, topic.name, minutes
+            )
+            idle.pop(name, None)
+            if sub is not None:
+                await topic.unsubscribe(sub)
+            else:
+                await topic.ml.delete_cursor(name)
 
     @staticmethod
     def _disconnect_producers_over_quota(topic: Any, limit: int) -> None:
