@@ -226,3 +226,25 @@ def test_subscription_expiration_time(http: httpx.Client, client: pulsar.Client)
         subs = http.get(f"{base}/subscriptions").json()
     assert subs == ["busy"]  # the idle one expired, the one with a consumer stays
     busy.close()
+
+
+def test_deduplication_snapshot_interval(http: httpx.Client, client: pulsar.Client) -> None:
+    """With deduplicationSnapshotInterval set, the dedup cursor's snapshot (its mark-delete
+    position) follows the stored messages within the interval, not every 1000 entries."""
+    http.put(f"{V2}/tenants/enfsnap", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enfsnap/ns").status_code == 204
+    assert http.post(f"{V2}/namespaces/enfsnap/ns/deduplication", json=True).status_code == 204
+    assert http.post(f"{V2}/namespaces/enfsnap/ns/deduplicationSnapshotInterval", json=1).status_code == 204
+    p = client.create_producer("persistent://enfsnap/ns/t", producer_name="snap", batching_enabled=False)
+    last = None
+    for i in range(3):
+        last = p.send(b"s%d" % i)
+    want = f"{last.ledger_id()}:{last.entry_id()}"
+    deadline = time.monotonic() + 5
+    mark = None
+    while mark != want and time.monotonic() < deadline:
+        time.sleep(0.2)
+        cursors = http.get(f"{V2}/persistent/enfsnap/ns/t/internalStats").json()["cursors"]
+        mark = cursors.get("pulsar.dedup", {}).get("markDeletePosition")
+    assert mark == want
+    p.close()

@@ -260,6 +260,9 @@ class PolicyEnforcer:
         topic.policy_limits = limits
         await self._apply_storage(topic, docs)
         await self._apply_backlog_quota(topic, docs)
+        snapshot_s = self._policies.resolve(BY_NAME["deduplicationSnapshotInterval"], *docs)
+        if snapshot_s and getattr(topic, "dedup", None) is not None:
+            await topic.dedup.snapshot_if_due(int(snapshot_s), self._svc.clock.time_ms())
         await self._expire_subscriptions(
             topic, self._policies.resolve(BY_NAME["subscriptionExpirationTime"], *docs)
         )

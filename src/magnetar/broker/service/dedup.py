@@ -112,6 +112,7 @@ class MessageDeduplication:
         self.persisted: dict[str, int] = {}
         self._in_flight: dict[str, asyncio.Future[Any]] = {}
         self._since_snapshot = 0
+        self.last_snapshot_ms = 0
         self._last_position: Position | None = None
         self._snapshotting = False
         self.duplicates = 0
@@ -222,12 +223,21 @@ class MessageDeduplication:
         self._snapshotting = True
         try:
             self._since_snapshot = 0
+            self.last_snapshot_ms = self.topic.clock.time_ms()
             if pos > self.cursor.mark_delete_position:
                 await self.cursor.mark_delete(pos, dict(self.persisted))
         except Exception:
             log.warning("dedup snapshot on %s failed", self.topic.name, exc_info=True)
         finally:
             self._snapshotting = False
+
+    async def snapshot_if_due(self, interval_s: int, now_ms: int) -> None:
+        """``deduplicationSnapshotIntervalSeconds``: snapshot what was stored since the last
+        snapshot once ``interval_s`` has passed (called by the policy enforcer)."""
+        if interval_s <= 0 or not self._since_snapshot:
+            return
+        if now_ms - self.last_snapshot_ms >= interval_s * 1000:
+            await self.snapshot()
 
     async def close(self) -> None:
         await self.snapshot()
