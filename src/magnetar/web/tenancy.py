@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from magnetar.broker.admin import models as m
+from magnetar.broker.admin.isolation import FailureDomain, NamespaceIsolationData
 from magnetar.broker.admin.policies import parse_value
 from magnetar.web.deps import admin, json_body, no_content
 
@@ -60,14 +61,48 @@ async def set_peers(request: Request, cluster: str, body: list[str]) -> Response
 
 @router.get(C + "/{cluster}/failureDomains")
 async def failure_domains(request: Request, cluster: str) -> dict:
-    await admin(request).tenancy.get_cluster(cluster)
-    return {}
+    return await admin(request).isolation.failure_domains(cluster)
+
+
+@router.get(C + "/{cluster}/failureDomains/{domain}")
+async def failure_domain(request: Request, cluster: str, domain: str) -> dict:
+    return await admin(request).isolation.failure_domain(cluster, domain)
+
+
+@router.post(C + "/{cluster}/failureDomains/{domain}", status_code=204)
+async def set_failure_domain(request: Request, cluster: str, domain: str, body: FailureDomain) -> Response:
+    await admin(request).isolation.set_failure_domain(cluster, domain, body)
+    return no_content()
+
+
+@router.delete(C + "/{cluster}/failureDomains/{domain}", status_code=204)
+async def delete_failure_domain(request: Request, cluster: str, domain: str) -> Response:
+    await admin(request).isolation.delete_failure_domain(cluster, domain)
+    return no_content()
 
 
 @router.get(C + "/{cluster}/namespaceIsolationPolicies")
 async def isolation_policies(request: Request, cluster: str) -> dict:
-    await admin(request).tenancy.get_cluster(cluster)
-    return {}
+    return await admin(request).isolation.isolation_policies(cluster)
+
+
+@router.get(C + "/{cluster}/namespaceIsolationPolicies/{policy}")
+async def isolation_policy(request: Request, cluster: str, policy: str) -> dict:
+    return await admin(request).isolation.isolation_policy(cluster, policy)
+
+
+@router.post(C + "/{cluster}/namespaceIsolationPolicies/{policy}", status_code=204)
+async def set_isolation_policy(
+    request: Request, cluster: str, policy: str, body: NamespaceIsolationData
+) -> Response:
+    await admin(request).isolation.set_isolation_policy(cluster, policy, body)
+    return no_content()
+
+
+@router.delete(C + "/{cluster}/namespaceIsolationPolicies/{policy}", status_code=204)
+async def delete_isolation_policy(request: Request, cluster: str, policy: str) -> Response:
+    await admin(request).isolation.delete_isolation_policy(cluster, policy)
+    return no_content()
 
 
 @router.get(T)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from magnetar.broker.admin.brokers import BrokerAdmin
+from magnetar.broker.admin.isolation import IsolationAdmin
 from magnetar.broker.admin.namespaces import NamespaceAdmin
 from magnetar.broker.admin.schemas import SchemaAdmin
 from magnetar.broker.admin.tenancy import TenancyAdmin
@@ -18,6 +19,7 @@ class AdminService:
     def __init__(self, svc: Any, *, policy_check_interval_s: float | None = None) -> None:
         self.svc = svc
         self.tenancy = TenancyAdmin(svc)
+        self.isolation = IsolationAdmin(svc)
         self.brokers = BrokerAdmin(svc)
         self.namespaces = NamespaceAdmin(svc)
         self.topics = TopicOps(svc)

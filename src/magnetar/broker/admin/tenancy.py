@@ -69,6 +69,9 @@ class TenancyAdmin:
             info = await self._res.tenants.get(tenant) or {}
             if cluster in info.get("allowedClusters", []):
                 raise errors.PreconditionFailedError("Cluster not empty")
+        from magnetar.broker.admin.isolation import IsolationAdmin  # noqa: PLC0415 -- cycle-free, late
+
+        await IsolationAdmin(self._svc).forget_cluster(cluster)
         await self._res.clusters.delete(cluster)
 
     async def get_peers(self, cluster: str) -> list[str]:

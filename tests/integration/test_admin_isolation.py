@@ -1,0 +1,45 @@
+# ruff: noqa: F811  -- module-scoped fixtures are imported by name
+"""Failure domains and namespace-isolation policies over the admin REST (stored for real)."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.integration.test_admin_support import http, standalone  # noqa: F401
+
+C = "/admin/v2/clusters/standalone"
+
+
+def test_failure_domains_crud(http: httpx.Client) -> None:
+    assert http.get(f"{C}/failureDomains").json() == {}
+    assert http.post(f"{C}/failureDomains/d1", json={"brokers": ["b1:8080", "b2:8080"]}).status_code == 204
+    assert http.get(f"{C}/failureDomains/d1").json() == {"brokers": ["b1:8080", "b2:8080"]}
+    # a broker already in another domain: 409
+    r = http.post(f"{C}/failureDomains/d2", json={"brokers": ["b2:8080"]})
+    assert r.status_code == 409 and "reason" in r.json()
+    assert http.post(f"{C}/failureDomains/d2", json={"brokers": ["b3:8080"]}).status_code == 204
+    assert set(http.get(f"{C}/failureDomains").json()) == {"d1", "d2"}
+    assert http.delete(f"{C}/failureDomains/d1").status_code == 204
+    assert http.get(f"{C}/failureDomains/d1").status_code == 404
+    assert http.delete(f"{C}/failureDomains/d1").status_code == 404
+    assert http.get("/admin/v2/clusters/nope/failureDomains").status_code == 404
+
+
+def test_namespace_isolation_policies_crud(http: httpx.Client) -> None:
+    data = {
+        "namespaces": ["public/iso.*"],
+        "primary": ["broker-1.*"],
+        "secondary": ["broker-2.*"],
+        "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": "1", "usage_threshold": "80"},
+        },
+    }
+    assert http.get(f"{C}/namespaceIsolationPolicies").json() == {}
+    assert http.post(f"{C}/namespaceIsolationPolicies/p1", json=data).status_code == 204
+    assert http.get(f"{C}/namespaceIsolationPolicies/p1").json() == data
+    assert http.get(f"{C}/namespaceIsolationPolicies").json() == {"p1": data}
+    assert http.post(f"{C}/namespaceIsolationPolicies/bad", json={"namespaces": []}).status_code == 400
+    assert http.delete(f"{C}/namespaceIsolationPolicies/p1").status_code == 204
+    assert http.get(f"{C}/namespaceIsolationPolicies/p1").status_code == 404
+    assert http.get(f"{C}/namespaceIsolationPolicies").json() == {}
