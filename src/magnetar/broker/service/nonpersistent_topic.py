@@ -59,6 +59,10 @@ class _NoLedger:
     async def delete_cursor(self, name: str) -> None:
         return None
 
+    async def check_writable(self) -> None:
+        """Nothing is stored, so there is no storage that could refuse a producer."""
+        return None
+
 
 class _NoCursor:
     mark_delete_position = NO_POSITION
