@@ -8,6 +8,7 @@ lives in this package, over a running ``BrokerService``:
 * ``models.py``         -- pydantic models of Pulsar's JSON bodies (also the OpenAPI schema).
 * ``policies.py``       -- the policy table (REST suffixes <-> stored fields) and value parsing.
 * ``tenancy.py``        -- clusters and tenants.
+* ``isolation.py``      -- failure domains and namespace-isolation policies (stored).
 * ``namespaces.py``     -- namespace lifecycle, namespace policies, permissions, properties.
 * ``topic_ops.py``      -- subscriptions, skip/clear/expire/reset, peek/examine, terminate.
 * ``topic_policies.py`` -- topic-level policies (metadata-store documents), the
@@ -23,14 +24,19 @@ the broker's task supervisor (idempotent).
 
 What is enforced (effective value = topic > namespace > broker default, applied
 to live topics on every policy write and within 100 ms of a topic loading):
-retention and persistence (managed-ledger config), message TTL, backlog quota
-(producer admission; consumer_backlog_eviction), max producers / consumers /
-consumers per subscription / subscriptions per topic, max unacked per consumer
-and per subscription, publish rate (messages and bytes), dispatch rate per
-topic and per subscription (messages), subscription types enabled, auto
-subscription creation, delayed delivery on/off (new dispatchers), inactive
-topic deletion, schema compatibility strategy.  Stored only: offload,
-replication clusters, permissions (read by the auth layer from the same
-document), subscribe rate, max message size, encryption required, entry
-filters, anti-affinity, resource group, deduplication snapshot interval.
+retention and persistence (managed-ledger config; a ledger that cannot be
+created refuses producers with the cause), message TTL, backlog quota
+(producer admission; connected producers dropped over producer_request_hold /
+producer_exception quotas, so the client holds / fails its sends;
+consumer_backlog_eviction), max producers / consumers / consumers per
+subscription / subscriptions per topic, max unacked per consumer and per
+subscription, publish rate (messages and bytes), dispatch rate per topic and
+per subscription (messages and bytes), subscribe rate (per client host and
+consumer name), topic max message size and encryption required (per SEND),
+subscription expiration, deduplication snapshot interval, subscription types
+enabled, auto subscription creation, delayed delivery on/off (new
+dispatchers), inactive topic deletion, schema compatibility strategy.  Stored
+only: offload, replication clusters, permissions (read by the auth layer from
+the same document), entry filters, anti-affinity, resource group, failure
+domains and namespace-isolation policies (``isolation.py``).
 """
