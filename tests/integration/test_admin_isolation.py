@@ -43,3 +43,15 @@ def test_namespace_isolation_policies_crud(http: httpx.Client) -> None:
     assert http.delete(f"{C}/namespaceIsolationPolicies/p1").status_code == 204
     assert http.get(f"{C}/namespaceIsolationPolicies/p1").status_code == 404
     assert http.get(f"{C}/namespaceIsolationPolicies").json() == {}
+
+
+def test_namespace_isolation_brokers(http: httpx.Client) -> None:
+    broker = http.get("/admin/v2/brokers/standalone").json()[0]
+    data = {"namespaces": ["public/iso2.*"], "primary": [".*"], "secondary": []}
+    assert http.post(f"{C}/namespaceIsolationPolicies/pb", json=data).status_code == 204
+    want = {"brokerName": broker, "policyName": "pb", "namespaceRegex": ["public/iso2.*"], "primary": True}
+    assert http.get(f"{C}/namespaceIsolationPolicies/brokers").json() == [want]
+    assert http.get(f"{C}/namespaceIsolationPolicies/brokers/{broker}").json() == want
+    assert http.get(f"{C}/namespaceIsolationPolicies/brokers/other:1").status_code == 404
+    assert http.delete(f"{C}/namespaceIsolationPolicies/pb").status_code == 204
+    assert http.get(f"{C}/namespaceIsolationPolicies/brokers").json() == []

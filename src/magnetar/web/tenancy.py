@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request, Response
 
 from magnetar.broker.admin import models as m
 from magnetar.broker.admin.isolation import FailureDomain, NamespaceIsolationData
+from magnetar.broker.admin.isolation import NotFoundError as IsolationNotFoundError
 from magnetar.broker.admin.policies import parse_value
 from magnetar.web.deps import admin, json_body, no_content
 
@@ -84,6 +85,21 @@ async def delete_failure_domain(request: Request, cluster: str, domain: str) -> 
 @router.get(C + "/{cluster}/namespaceIsolationPolicies")
 async def isolation_policies(request: Request, cluster: str) -> dict:
     return await admin(request).isolation.isolation_policies(cluster)
+
+
+@router.get(C + "/{cluster}/namespaceIsolationPolicies/brokers")
+async def isolation_brokers(request: Request, cluster: str) -> list[dict]:
+    a = admin(request)
+    return await a.isolation.brokers_with_policies(cluster, await a.brokers.list_brokers(cluster))
+
+
+@router.get(C + "/{cluster}/namespaceIsolationPolicies/brokers/{broker}")
+async def isolation_broker(request: Request, cluster: str, broker: str) -> dict:
+    a = admin(request)
+    found = await a.isolation.brokers_with_policies(cluster, [broker])
+    if broker not in await a.brokers.list_brokers(cluster) or not found:
+        raise IsolationNotFoundError(f"Broker {broker} is not in any isolation policy")
+    return found[0]
 
 
 @router.get(C + "/{cluster}/namespaceIsolationPolicies/{policy}")

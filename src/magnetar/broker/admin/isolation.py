@@ -12,6 +12,7 @@ yet: the rack-aware bookie placement and the load manager do not read them
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field
@@ -48,6 +49,13 @@ class NotFoundError(errors.BrokerError):
 def _check_name(kind: str, name: str) -> None:
     if not name or len(name) > NAME_CHARS_MAX or "/" in name:
         raise errors.PreconditionFailedError(f"{kind} name is not valid: {name!r}")
+
+
+def _matches(regex: str, broker: str) -> bool:
+    try:
+        return re.fullmatch(regex, broker) is not None
+    except re.error:
+        return False  # stored as given; an invalid pattern matches nothing
 
 
 class IsolationAdmin:
@@ -131,6 +139,26 @@ class IsolationAdmin:
         if policy not in (await self._js.get(path) or {}):
             raise NotFoundError(f"Policy {policy} does not exist")
         await self._js.update(path, lambda d: {k: v for k, v in d.items() if k != policy})
+
+    async def brokers_with_policies(self, cluster: str, active_brokers: list[str]) -> list[dict]:
+        """Each active broker matched by a policy's primary or secondary regexes (Pulsar's
+        BrokerNamespaceIsolationData)."""
+        policies = await self.isolation_policies(cluster)
+        out = []
+        for broker in active_brokers:
+            for name, doc in sorted(policies.items()):
+                for primary, key in ((True, "primary"), (False, "secondary")):
+                    if any(_matches(rx, broker) for rx in doc.get(key) or []):
+                        out.append(
+                            {
+                                "brokerName": broker,
+                                "policyName": name,
+                                "namespaceRegex": list(doc.get("namespaces") or []),
+                                "primary": primary,
+                            }
+                        )
+                        break
+        return out
 
     async def forget_cluster(self, cluster: str) -> None:
         """Before the cluster's node goes: its domains and policies go with it."""
