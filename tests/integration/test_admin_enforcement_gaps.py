@@ -113,7 +113,7 @@ def test_max_message_size_topic_policy(http: httpx.Client, client: pulsar.Client
     p.close()
 
 
-def test_encryption_required_namespace_policy(http: httpx.Client, client: pulsar.Client) -> None:
+def test_encryption_required_namespace_policy(http: httpx.Client, client: pulsar.Client, tmp_path) -> None:  # type: ignore[no-untyped-def]
     http.put(f"{V2}/tenants/enfenc", json={"allowedClusters": ["standalone"]})
     assert http.put(f"{V2}/namespaces/enfenc/ns").status_code == 204
     t = "persistent://enfenc/ns/t"
@@ -124,9 +124,36 @@ def test_encryption_required_namespace_policy(http: httpx.Client, client: pulsar
         p.send(b"plain, refused")
     with pytest.raises((pulsar.BrokerMetadataError, pulsar.Timeout)):
         client.create_producer(t)  # an unencrypted producer is refused
+    # an encrypting producer is admitted and its messages stored
+    pub, priv = _rsa_keys(tmp_path)
+    reader = pulsar.CryptoKeyReader(pub, priv)
+    enc = client.create_producer(
+        t, encryption_key="app-key", crypto_key_reader=reader, batching_enabled=False
+    )
+    enc.send(b"encrypted, allowed")
+    enc.close()
     assert http.post(f"{V2}/namespaces/enfenc/ns/encryptionRequired", json=False).status_code == 204
     p.send(b"plain, allowed again")
     p.close()
+
+
+def _rsa_keys(directory) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(65537, 2048)
+    pub, priv = directory / "k.pub.pem", directory / "k.priv.pem"
+    pub.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    priv.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return str(pub), str(priv)
 
 
 def test_subscribe_rate_topic_policy(http: httpx.Client, client: pulsar.Client) -> None:
