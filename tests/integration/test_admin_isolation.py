@@ -55,3 +55,22 @@ def test_namespace_isolation_brokers(http: httpx.Client) -> None:
     assert http.get(f"{C}/namespaceIsolationPolicies/brokers/other:1").status_code == 404
     assert http.delete(f"{C}/namespaceIsolationPolicies/pb").status_code == 204
     assert http.get(f"{C}/namespaceIsolationPolicies/brokers").json() == []
+
+
+def test_non_persistent_topic_internal_stats_with_metadata(http: httpx.Client, standalone) -> None:  # type: ignore[no-untyped-def]
+    """The ledger-metadata variant of internalStats on a topic that has no ledgers."""
+    import pulsar
+
+    c = pulsar.Client(standalone.broker_url, operation_timeout_seconds=5)
+    try:
+        t = "non-persistent://public/default/np-meta"
+        consumer = c.subscribe(t, "s")
+        p = c.create_producer(t)
+        p.send(b"np")
+        assert consumer.receive(5000).data() == b"np"
+        r = http.get(
+            "/admin/v2/non-persistent/public/default/np-meta/internalStats", params={"metadata": "true"}
+        )
+        assert r.status_code == 200 and r.json()["ledgers"] == []
+    finally:
+        c.close()

@@ -206,12 +206,11 @@ class TopicAdmin:
         return out
 
     async def internal_stats(self, topic: str, metadata: bool = False) -> dict:
-        from magnetar.broker.service.topic import PersistentTopic  # noqa: PLC0415 -- cycle
-
-        t = await self._existing_topic(topic)
-        if metadata and isinstance(t, PersistentTopic):
-            return await t.ml.internal_stats_with_metadata()
-        return t.ml.internal_stats()
+        ml = (await self._existing_topic(topic)).ml
+        with_metadata = getattr(ml, "internal_stats_with_metadata", None)  # none: non-persistent
+        if metadata and with_metadata is not None:
+            return await with_metadata()
+        return ml.internal_stats()
 
     async def list_subscriptions(self, topic: str) -> list[str]:
         ref = parse_topic(topic)
