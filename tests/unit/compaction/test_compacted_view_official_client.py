@@ -12,7 +12,6 @@ then the live messages.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import pytest
 from compaction_helpers import CODECS, batch, single
@@ -20,9 +19,8 @@ from compaction_helpers import CODECS, batch, single
 from magnetar.broker.compaction import BatchMode, CompactedTopicReader, Compactor, CompactorConfig
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerConfig, Position
 from magnetar.protocol import commands
-from magnetar.protocol.connection import CommandReceived, ConnectionClosed, ConnectRequested, PingReceived
-from magnetar.protocol.enums import CommandType, LookupType
-from magnetar.protocol.frames import frame_limit_for
+from magnetar.protocol.enums import CommandType
+from magnetar.testing.mini_broker import MiniBroker
 
 pulsar = pytest.importorskip("pulsar")
 pytestmark = pytest.mark.compat
@@ -31,62 +29,14 @@ TOPIC = "persistent://public/default/compacted-view"
 CLIENT_RUN_TIMEOUT_S = 60
 
 
-class ViewServer:
+class ViewServer(MiniBroker):
     def __init__(self, view: CompactedTopicReader) -> None:
+        super().__init__()
         self.view = view
-        self.port = 0
-        self.errors: list[BaseException] = []
         self.subscribe = None
-        self._server: asyncio.Server | None = None
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._server.wait_closed(), 5)
-
-    @property
-    def url(self) -> str:
-        return f"pulsar://127.0.0.1:{self.port}"
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from magnetar.protocol.connection import ServerConnection  # noqa: PLC0415
-
-        size = 5 * 1024 * 1024
-        conn = ServerConnection(max_frame_size=frame_limit_for(size), max_message_size=size)
-        try:
-            while data := await reader.read(256 * 1024):
-                conn.receive_data(data)
-                while (event := conn.next_event()) is not None:
-                    if isinstance(event, ConnectionClosed):
-                        return
-                    out = await self._answer(conn, event)
-                    if out:
-                        writer.write(out)
-                await writer.drain()
-        except Exception as exc:  # asserted by the test
-            self.errors.append(exc)
-        finally:
-            writer.close()
-
-    async def _answer(self, conn, event) -> bytes | None:  # type: ignore[no-untyped-def]
-        if isinstance(event, ConnectRequested):
-            return conn.accept_connect()
-        if isinstance(event, PingReceived):
-            return event.reply
-        if not isinstance(event, CommandReceived):
-            return None
-        cmd, t = event.frame.command, event.frame.type
-        if t is CommandType.PARTITIONED_METADATA:
-            return conn.send(commands.partitioned_metadata_response(cmd.request_id, 0))
-        if t is CommandType.LOOKUP:
-            return conn.send(
-                commands.lookup_response(cmd.request_id, LookupType.Connect, self.url, authoritative=True)
-            )
+    async def handle(self, conn, frame) -> bytes | None:  # type: ignore[no-untyped-def]
+        cmd, t = frame.command, frame.type
         if t is CommandType.SUBSCRIBE:
             self.subscribe = cmd
             return conn.send(commands.success(cmd.request_id))
@@ -96,8 +46,6 @@ class ViewServer:
                 conn.send(commands.message(cmd.consumer_id, e.ledger_id, e.entry_id, -1, e.data))
                 for e in entries
             )
-        if t in (CommandType.CLOSE_PRODUCER, CommandType.CLOSE_CONSUMER):
-            return conn.send(commands.success(cmd.request_id))
         return None
 
 

@@ -12,8 +12,6 @@ IncompatibleSchema surfacing as the client's own exception, and GET_SCHEMA by ve
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -23,16 +21,10 @@ from magnetar.broker.schema.policies import SchemaCompatibilityStrategy as S
 from magnetar.broker.schema.wire import schema_info_from_command, to_wire_schema
 from magnetar.metadata.memory import MemoryMetadataServer
 from magnetar.protocol import commands
-from magnetar.protocol.connection import (
-    CommandReceived,
-    ConnectionClosed,
-    ConnectRequested,
-    PingReceived,
-)
-from magnetar.protocol.enums import CommandType, LookupType
-from magnetar.protocol.frames import frame_limit_for
+from magnetar.protocol.enums import CommandType
 from magnetar.protocol.payload import parse_headers_and_payload
 from magnetar.runtime import RealClock
+from magnetar.testing.mini_broker import MiniBroker
 
 pulsar = pytest.importorskip("pulsar")
 ps = pytest.importorskip("pulsar.schema")
@@ -43,65 +35,17 @@ TOPIC = "persistent://public/default/schema-compat"
 CLIENT_RUN_TIMEOUT_S = 60
 
 
-@dataclass
-class SchemaServer:
-    registry: SchemaRegistry
-    policies: EffectiveSchemaPolicies
-    port: int = 0
-    producer_schemas: list = field(default_factory=list)
-    message_versions: list[bytes] = field(default_factory=list)
-    errors: list[BaseException] = field(default_factory=list)
-    _server: asyncio.Server | None = None
-    _entry_id: int = 0
+class SchemaServer(MiniBroker):
+    def __init__(self, registry: SchemaRegistry, policies: EffectiveSchemaPolicies) -> None:
+        super().__init__()
+        self.registry = registry
+        self.policies = policies
+        self.producer_schemas: list = []
+        self.message_versions: list[bytes] = []
+        self._entry_id = 0
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._server.wait_closed(), 5)
-
-    @property
-    def url(self) -> str:
-        return f"pulsar://127.0.0.1:{self.port}"
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from magnetar.protocol.connection import ServerConnection  # noqa: PLC0415
-
-        size = 5 * 1024 * 1024
-        conn = ServerConnection(max_frame_size=frame_limit_for(size), max_message_size=size)
-        try:
-            while data := await reader.read(256 * 1024):
-                conn.receive_data(data)
-                while (event := conn.next_event()) is not None:
-                    if isinstance(event, ConnectionClosed):
-                        return
-                    out = await self._answer(conn, event)
-                    if out:
-                        writer.write(out)
-                await writer.drain()
-        except Exception as exc:  # asserted by the test
-            self.errors.append(exc)
-        finally:
-            writer.close()
-
-    async def _answer(self, conn, event) -> bytes | None:  # type: ignore[no-untyped-def]
-        if isinstance(event, ConnectRequested):
-            return conn.accept_connect()
-        if isinstance(event, PingReceived):
-            return event.reply
-        if not isinstance(event, CommandReceived):
-            return None
-        cmd, t = event.frame.command, event.frame.type
-        if t is CommandType.PARTITIONED_METADATA:
-            return conn.send(commands.partitioned_metadata_response(cmd.request_id, 0))
-        if t is CommandType.LOOKUP:
-            return conn.send(
-                commands.lookup_response(cmd.request_id, LookupType.Connect, self.url, authoritative=True)
-            )
+    async def handle(self, conn, frame) -> bytes | None:  # type: ignore[no-untyped-def]
+        cmd, t = frame.command, frame.type
         if t is CommandType.PRODUCER:
             info = schema_info_from_command(cmd)
             self.producer_schemas.append(info)
@@ -112,7 +56,7 @@ class SchemaServer:
             name = f"p-{cmd.producer_id}"
             return conn.send(commands.producer_success(cmd.request_id, name, schema_version=version))
         if t is CommandType.SEND:
-            meta = parse_headers_and_payload(event.frame.headers_and_payload).metadata
+            meta = parse_headers_and_payload(frame.headers_and_payload).metadata
             self.message_versions.append(meta.schema_version if meta.HasField("schema_version") else b"")
             self._entry_id += 1
             return conn.send(commands.send_receipt(cmd.producer_id, cmd.sequence_id, 3, self._entry_id))
@@ -130,8 +74,6 @@ class SchemaServer:
             return conn.send(
                 commands.get_schema_response(cmd.request_id, to_wire_schema(rec.info), rec.version_bytes)
             )
-        if t in (CommandType.CLOSE_PRODUCER, CommandType.CLOSE_CONSUMER):
-            return conn.send(commands.success(cmd.request_id))
         return None
 
 
