@@ -153,10 +153,10 @@ def _placement_from(props: Mapping[str, str]) -> str | None:
         return "region_aware"
     if rack is not None:
         return "rack_aware" if rack else "default"
-    cls_name = props.get("ensemblePlacementPolicy", "").strip()
-    if "Regionaware" in cls_name:
+    cls_name = props.get("ensemblePlacementPolicy", "").strip().lower()
+    if "regionaware" in cls_name:
         return "region_aware"
-    if "Rackaware" in cls_name:
+    if "rackaware" in cls_name:
         return "rack_aware"
     if cls_name:
         return "default"
