@@ -65,12 +65,16 @@ class StorageStack:
                 log.exception("closing %s failed", name)
 
 
-async def open_standalone_storage(config: StandaloneConfig, *, clock: Clock, rng: Rng) -> StorageStack:
+async def open_standalone_storage(
+    config: StandaloneConfig, *, clock: Clock, rng: Rng, disk: Any = None
+) -> StorageStack:
+    """``disk``: the bookie's :class:`~magnetar.bookie.disk.Disk` (tests pass one whose reported
+    usage they control); the real file system when None."""
     config.data_dir.mkdir(parents=True, exist_ok=True)
     store = await create_metadata_store(f"rocksdb:{config.metadata_dir}", clock=clock)
     stack = StorageStack(metadata_store=store, ml_factory=None, closers=[("metadata store", store.aclose)])
     try:
-        await _open_ledger_layers(stack, config, clock=clock, rng=rng)
+        await _open_ledger_layers(stack, config, clock=clock, rng=rng, disk=disk)
     except BaseException:
         await stack.aclose()
         raise
@@ -78,7 +82,7 @@ async def open_standalone_storage(config: StandaloneConfig, *, clock: Clock, rng
 
 
 async def _open_ledger_layers(
-    stack: StorageStack, config: StandaloneConfig, *, clock: Clock, rng: Rng
+    stack: StorageStack, config: StandaloneConfig, *, clock: Clock, rng: Rng, disk: Any
 ) -> None:
     from magnetar.bookie.app import Bookie
     from magnetar.bookie.local_client import LocalBookieClientPool
@@ -91,6 +95,7 @@ async def _open_ledger_layers(
     bookie = Bookie(
         standalone_bookie_config(config),
         stack.metadata_store,
+        disk=disk,
         clock=clock,
         rng=rng.fork("bookie"),
         serve=False,
