@@ -12,11 +12,17 @@ driving a broker in another process over loopback, as a user would see it:
   p50 / p99 / p99.9;
 * startup-to-ready seconds (spawn to the ready line), idle RSS and idle CPU.
 
+``--journal-sync-data`` chooses the embedded bookie's ``journalSyncData``:
+``false`` (the standalone's default, as Pulsar's: an add is acknowledged once
+written to the journal file, without fsync), ``true`` (fsync before the ack, as
+``magnetar bookie`` does by default) or ``both`` (one standalone each, one row each).
+
 The same client runs against ``benchmarks/null_broker.py`` (codec only, acks at
 once, nothing stored): the ratio real/null says how much of the client's
 ceiling on this machine the real broker reaches.  Figures, never pass/fail.
 
     .venv/bin/python benchmarks/e2e_bench.py [--messages 50000] [--latency-seconds 5] [--skip-null]
+        [--journal-sync-data false|true|both]
 """
 
 from __future__ import annotations
@@ -193,9 +199,11 @@ def median_of(runs: list[dict[str, object]]) -> dict[str, object]:
     return out
 
 
-def run_standalone(args: argparse.Namespace) -> tuple[dict[str, object], str]:
+def run_standalone(args: argparse.Namespace, sync: bool) -> tuple[dict[str, object], str]:
     with tempfile.TemporaryDirectory(prefix="magnetar-bench-") as tmp:
-        sa = StandaloneProcess(Path(tmp) / "data")
+        conf = Path(tmp) / "standalone.conf"
+        conf.write_text(f"journalSyncData={'true' if sync else 'false'}\n")
+        sa = StandaloneProcess(Path(tmp) / "data", config_file=conf)
         sa.start()
         try:
             time.sleep(2.0)  # let start-up work settle before measuring idle memory
@@ -212,7 +220,7 @@ def run_standalone(args: argparse.Namespace) -> tuple[dict[str, object], str]:
         finally:
             code = sa.terminate()
     line = (
-        f"standalone startup-to-ready: {sa.startup_seconds:.2f} s; idle RSS {idle_rss_mb:.0f} MiB; "
+        f"standalone (journalSyncData={str(sync).lower()}) startup-to-ready: {sa.startup_seconds:.2f} s; idle RSS {idle_rss_mb:.0f} MiB; "
         f"idle CPU {idle_cpu_pct:.1f} %; "
         f"RSS after the run {busy_rss_mb:.0f} MiB; SIGTERM exit code {code}"
     )
@@ -230,11 +238,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-null", action="store_true", help="do not run the null broker comparison")
     p.add_argument("--null-only", action="store_true", help="only the null broker (checks the harness)")
     p.add_argument("--repeat", type=int, default=1, help="runs per broker; each figure is the median")
+    p.add_argument(
+        "--journal-sync-data",
+        choices=["false", "true", "both"],
+        default="false",
+        help="the standalone bookie's journalSyncData (default false, the standalone's default)",
+    )
     args = p.parse_args(argv)
 
-    real = None
+    reals: dict[str, dict[str, object]] = {}
+    startup_lines: list[str] = []
     if not args.null_only:
-        real, startup_line = run_standalone(args)
+        modes = {"false": [False], "true": [True], "both": [False, True]}[args.journal_sync_data]
+        for sync in modes:
+            result, line = run_standalone(args, sync)
+            reals[f"sync={str(sync).lower()}"] = result
+            startup_lines.append(line)
     null = None
     if not args.skip_null:
         proc, url = start_null_broker()
@@ -250,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{SIZE_BYTES} B messages, {args.messages} batched, latency run {args.latency_seconds:g} s at 5,000 msg/s; "
         f"median of {args.repeat} run(s) per broker"
     )
-    if real is not None:
-        print(startup_line)
+    for line in startup_lines:
+        print(line)
     header = [
         "publish batched msg/s",
         "publish unbatched msg/s",
@@ -259,16 +278,17 @@ def main(argv: list[str] | None = None) -> int:
         "e2e latency ms p50/p99/p99.9 @5k/s",
     ]
     print(f"{'':14}" + " | ".join(f"{h:>12}" for h in header))
-    if real is not None:
-        print(f"{'magnetar':14}" + " | ".join(fmt(real)))
+    for name, result in reals.items():
+        print(f"{'magnetar ' + name:14}" + " | ".join(fmt(result)))
     if null is not None:
         print(f"{'null broker':14}" + " | ".join(fmt(null)))
-    if null is not None and real is not None:
+    for name, result in reals.items() if null is not None else ():
+        assert null is not None
         ratios = [
-            real[k] / null[k]  # type: ignore[operator]
+            result[k] / null[k]  # type: ignore[operator]
             for k in ("publish_batched_msg_s", "publish_unbatched_msg_s", "consume_backlog_msg_s")
         ]
-        print(f"{'real/null':14}" + " | ".join(f"{r:>12.0%}" for r in ratios))
+        print(f"{name + '/null':14}" + " | ".join(f"{r:>12.0%}" for r in ratios))
     return 0
 
 

@@ -54,6 +54,15 @@ STANDALONE_DEFAULTS: dict[str, str] = {
     "keepAliveIntervalSeconds": "30",
 }
 
+# A cluster broker's defaults (`magnetar broker`), where Pulsar's broker.conf differs from
+# standalone.conf: two copies of every entry, and no default cluster name (clusterName is required).
+BROKER_DEFAULTS: dict[str, str] = {
+    **{k: v for k, v in STANDALONE_DEFAULTS.items() if k not in ("clusterName", "journalSyncData")},
+    "managedLedgerDefaultEnsembleSize": "2",
+    "managedLedgerDefaultWriteQuorum": "2",
+    "managedLedgerDefaultAckQuorum": "2",
+}
+
 # Largest properties file we read; a config is a few KB, anything bigger is a mistake.
 CONFIG_FILE_BYTES_MAX = 4 * 1024 * 1024
 
@@ -187,12 +196,13 @@ def load_standalone_config(
     overrides: Mapping[str, str | None] | None = None,
     env: Mapping[str, str] | None = None,
     known_keys: frozenset[str] = frozenset(),
+    defaults: Mapping[str, str] = STANDALONE_DEFAULTS,
 ) -> StandaloneConfig:
-    """Build the config from defaults < file < ``env`` < ``overrides`` (CLI flags, Pulsar key names)."""
+    """Build the config from ``defaults`` < file < ``env`` < ``overrides`` (CLI flags, Pulsar key names)."""
     file_layer = read_properties_file(config_file) if config_file else {}
-    mentioned = set(STANDALONE_DEFAULTS) | set(file_layer) | set(known_keys)
+    mentioned = set(defaults) | set(file_layer) | set(known_keys)
     env_layer = environment_layer(env, mentioned) if env is not None else {}
-    props = merge_layers(STANDALONE_DEFAULTS, file_layer, env_layer, overrides or {})
+    props = merge_layers(defaults, file_layer, env_layer, overrides or {})
     for key in ("brokerServicePort", "webServicePort"):
         port = get_int(props, key, 0)
         if not 0 <= port <= 65535:

@@ -37,6 +37,7 @@ from typing import Any
 import uvicorn
 
 from magnetar.app.config import StandaloneConfig
+from magnetar.app.config_keys import log_unknown_keys
 from magnetar.app.healthcheck import make_health_check
 from magnetar.app.storage import StorageStack, open_standalone_storage
 from magnetar.app.tls import broker_client_credentials, start_tls_listeners
@@ -149,6 +150,8 @@ class Standalone:
         from magnetar.broker.config import config_from_properties
         from magnetar.broker.service import BrokerService
 
+        # Every component types its keys below; the keys none of them reads are named once, here.
+        log_unknown_keys(self.config.properties, log)
         if self._storage is None:
             self._storage = await open_standalone_storage(self.config, clock=self.clock, rng=self.rng)
         broker_config = config_from_properties(self._broker_properties())

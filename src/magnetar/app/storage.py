@@ -5,7 +5,9 @@ process, and so do we -- with the same components a cluster uses, wired
 without sockets:
 
     RocksDB metadata store   <data-dir>/metadata   (rocksdb: URL, one owner process)
-    one bookie               <data-dir>/bookie     (journal + ledger storage)
+    one bookie               <data-dir>/bookie     (journal + ledger storage, cookie,
+                                                    GC + compaction, disk checks; all of
+                                                    ``magnetar bookie`` but the TCP server)
       reached through an in-process BookieClient (same interface as the wire client)
     BookKeeperClient         E = Qw = Qa = 1 over that one bookie
     ManagedLedgerFactory     topics' logs and cursors
@@ -29,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from magnetar.app.config import StandaloneConfig, get_bool, get_int
+from magnetar.app.config import StandaloneConfig, get_int
 from magnetar.metadata.api import MetadataStore
 from magnetar.metadata.factory import create_metadata_store
 from magnetar.runtime import Clock, Rng
@@ -63,12 +65,16 @@ class StorageStack:
                 log.exception("closing %s failed", name)
 
 
-async def open_standalone_storage(config: StandaloneConfig, *, clock: Clock, rng: Rng) -> StorageStack:
+async def open_standalone_storage(
+    config: StandaloneConfig, *, clock: Clock, rng: Rng, disk: Any = None
+) -> StorageStack:
+    """``disk``: the bookie's :class:`~magnetar.bookie.disk.Disk` (tests pass one whose reported
+    usage they control); the real file system when None."""
     config.data_dir.mkdir(parents=True, exist_ok=True)
     store = await create_metadata_store(f"rocksdb:{config.metadata_dir}", clock=clock)
     stack = StorageStack(metadata_store=store, ml_factory=None, closers=[("metadata store", store.aclose)])
     try:
-        await _open_ledger_layers(stack, config, clock=clock, rng=rng)
+        await _open_ledger_layers(stack, config, clock=clock, rng=rng, disk=disk)
     except BaseException:
         await stack.aclose()
         raise
@@ -76,38 +82,70 @@ async def open_standalone_storage(config: StandaloneConfig, *, clock: Clock, rng
 
 
 async def _open_ledger_layers(
-    stack: StorageStack, config: StandaloneConfig, *, clock: Clock, rng: Rng
+    stack: StorageStack, config: StandaloneConfig, *, clock: Clock, rng: Rng, disk: Any
 ) -> None:
-    from magnetar.bookie.api import AVAILABLE_PATH
-    from magnetar.bookie.config import BookieConfig
-    from magnetar.bookie.local_client import LocalBookieClient, LocalBookieClientPool
-    from magnetar.bookie.storage import LedgerStorage
+    from magnetar.bookie.app import Bookie
+    from magnetar.bookie.local_client import LocalBookieClientPool
     from magnetar.bookkeeper.client import BookKeeperClient
+    from magnetar.bookkeeper.config import ClientConfig
 
-    props = config.properties
     config.bookie_dir.mkdir(parents=True, exist_ok=True)
-    bookie_config = BookieConfig.for_data_dir(
-        str(config.bookie_dir),
-        journal_sync_data=get_bool(props, "journalSyncData", False),
-        advertised_address="127.0.0.1",
-        bookie_id=STANDALONE_BOOKIE_ID,
+    # The whole bookie, as `magnetar bookie` runs it (cookie, registration, disk checks, GC and
+    # compaction), minus its TCP server: the broker reaches it through the in-process client.
+    bookie = Bookie(
+        standalone_bookie_config(config),
+        stack.metadata_store,
+        disk=disk,
+        clock=clock,
+        rng=rng.fork("bookie"),
+        serve=False,
     )
-    storage = LedgerStorage(bookie_config, clock=clock)
-    stack.closers.append(("bookie storage", storage.aclose))
-    await storage.open()
-    stack.parts["bookie"] = storage
-    pool = LocalBookieClientPool(LocalBookieClient(storage))
+    stack.closers.append(("bookie", bookie.stop))
+    await bookie.start()
+    stack.parts["bookie"] = bookie.storage
+    stack.parts["bookie_app"] = bookie
+    pool = LocalBookieClientPool(bookie.local_client())
     stack.closers.append(("bookie client pool", pool.aclose))
-    # Register the bookie as writable (ephemeral: gone with the session, re-created on restart),
-    # which is how the ledger client's placement finds it.
-    await stack.metadata_store.put(f"{AVAILABLE_PATH}/{storage.bookie_id}", b"", ephemeral=True)
 
-    bk = BookKeeperClient(stack.metadata_store, pool, clock, rng.fork("bookkeeper"))
+    client_config = ClientConfig.from_properties(config.properties)
+    bk = BookKeeperClient(stack.metadata_store, pool, clock, rng.fork("bookkeeper"), client_config)
     stack.closers.append(("bookkeeper client", bk.aclose))
     stack.parts["bookkeeper"] = bk
 
     stack.ml_factory = await _open_ml_factory(stack, bk, config, clock=clock)
     stack.closers.append(("managed ledger factory", stack.ml_factory.aclose))
+
+
+# The embedded bookie's defaults where Pulsar's standalone differs from a bookie's (bk_server.conf):
+# no fsync per add (journalSyncData=false), GC every 5 minutes, read-only only at 99% disk use.
+# And, our own choice for a single node: 64 MB entry logs and journal files (BookKeeper's are
+# 1 GB / 2 GB).  The entry log being written and the journal file being written are never
+# reclaimed, so with BookKeeper's sizes up to 3 GB of deleted data could stay on a laptop's
+# disk; with these, at most ~128 MB does.
+STANDALONE_BOOKIE_DEFAULTS: dict[str, str] = {
+    "journalSyncData": "false",
+    "gcWaitTime": "300000",
+    "diskUsageThreshold": "0.99",
+    "logSizeLimit": str(64 * 1024 * 1024),
+    "journalMaxSizeMB": "64",
+}
+
+
+def standalone_bookie_config(config: StandaloneConfig) -> Any:
+    """The embedded bookie's typed config: the BookKeeper keys of the standalone's own settings
+    (``journalSyncData``, ``gcWaitTime``, ``minorCompactionInterval``, ``diskUsageThreshold``...)
+    over the standalone defaults; its directories and id are fixed under the data dir."""
+    from magnetar.bookie.config import BK_KEYS, EMBEDDED_IDENTITY_KEYS, BookieConfig
+
+    wanted = set(BK_KEYS.values()) - EMBEDDED_IDENTITY_KEYS
+    values = {**STANDALONE_BOOKIE_DEFAULTS, **{k: v for k, v in config.properties.items() if k in wanted}}
+    base = BookieConfig.for_data_dir(
+        str(config.bookie_dir), advertised_address="127.0.0.1", bookie_id=STANDALONE_BOOKIE_ID
+    )
+    try:
+        return BookieConfig.from_mapping(values, base)
+    except ValueError as exc:
+        raise StorageStartError(str(exc)) from None
 
 
 async def _open_ml_factory(stack: StorageStack, bk: Any, config: StandaloneConfig, *, clock: Clock) -> Any:
@@ -135,13 +173,18 @@ async def open_cluster_storage(
     """
     from magnetar.bookie.wire_client import WireBookieClientPool
     from magnetar.bookkeeper.client import BookKeeperClient
+    from magnetar.bookkeeper.config import ClientConfig
 
     store = await create_metadata_store(metadata_url, clock=clock)
     stack = StorageStack(metadata_store=store, ml_factory=None, closers=[("metadata store", store.aclose)])
     try:
         pool = WireBookieClientPool()
         stack.closers.append(("bookie client pool", pool.aclose))
-        bk = BookKeeperClient(store, pool, clock, rng.fork("bookkeeper"))
+        # A cluster broker places ensembles rack-aware by default, as Pulsar's broker does.
+        client_config = ClientConfig.from_properties(
+            config.properties, ClientConfig(placement_policy="rack_aware")
+        )
+        bk = BookKeeperClient(store, pool, clock, rng.fork("bookkeeper"), client_config)
         stack.closers.append(("bookkeeper client", bk.aclose))
         stack.parts["bookkeeper"] = bk
         stack.ml_factory = await _open_ml_factory(stack, bk, config, clock=clock)

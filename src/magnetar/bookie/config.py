@@ -15,6 +15,7 @@ key has another unit (``journalMaxSizeMB``) the field keeps BK's unit.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +50,16 @@ BK_KEYS: dict[str, str] = {
     "max_pending_requests_per_connection": "maxPendingRequestsPerConnection",
     "max_lac_waiters": "maxLongPollWaiters",
     "read_only_mode_enabled": "readOnlyModeEnabled",
+    "auto_recovery_daemon_enabled": "autoRecoveryDaemonEnabled",
+    "zk_timeout_ms": "zkTimeout",
 }
+
+
+# Keys an embedded bookie (``magnetar standalone``) takes from the process's own settings; the
+# identity and directories of that bookie are the standalone's (its data dir, a fixed id).
+EMBEDDED_IDENTITY_KEYS = frozenset(
+    {"bookiePort", "advertisedAddress", "bookieId", "journalDirectory", "ledgerDirectories"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +94,11 @@ class BookieConfig:
     disk_usage_lwm_threshold: float = 0.90
     disk_check_interval_ms: int = 10_000
     read_only_mode_enabled: bool = True
+    # auto-recovery (auditor + replication worker) in the bookie process; its own settings
+    # (lostBookieRecoveryDelay, auditorPeriodicCheckInterval...) are the ledger client's
+    auto_recovery_daemon_enabled: bool = False
+    # metadata (ZooKeeper) session timeout: how long a dead bookie stays registered
+    zk_timeout_ms: int = 10_000
     # server
     max_frame_size_bytes: int = 5 * 1024 * 1024
     max_pending_requests_per_connection: int = 1000
@@ -121,7 +136,11 @@ class BookieConfig:
 
     @classmethod
     def from_properties(cls, text: str, base: BookieConfig | None = None) -> BookieConfig:
-        values = parse_properties(text)
+        return cls.from_mapping(parse_properties(text), base)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, str], base: BookieConfig | None = None) -> BookieConfig:
+        """BK key -> raw string (a parsed file, or the keys of a standalone.conf); typed once here."""
         by_key = {v: k for k, v in BK_KEYS.items()}
         kwargs: dict[str, Any] = {}
         extra: dict[str, str] = {}

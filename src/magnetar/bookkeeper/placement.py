@@ -16,6 +16,8 @@ injected :class:`~magnetar.runtime.Rng` over a *sorted* candidate list, so a
 seed reproduces placements exactly:
 
 * :class:`DefaultPlacementPolicy` -- E random healthy bookies.
+* :class:`RegionAwarePlacementPolicy` -- the same rules over regions
+  (the first level of a ``/region/rack`` name).
 * :class:`RackAwarePlacementPolicy` -- fills positions 0..E-1 so that every
   write set (Qw consecutive positions, wrapping around) has bookies on
   distinct racks when there are enough racks, preferring the racks with the
@@ -185,9 +187,59 @@ class RackAwarePlacementPolicy:
         return self._pick(cands, taken, racks, set())
 
 
+DEFAULT_REGION = "/default-region"
+
+
+def region_of(rack: str) -> str:
+    """``/region/rack`` -> ``/region`` (Pulsar's rack-info form); a one-level name is its own region."""
+    parts = [p for p in rack.split("/") if p]
+    if len(parts) < 2 or rack == DEFAULT_RACK:
+        return DEFAULT_REGION
+    return "/" + parts[0]
+
+
+class RegionAwarePlacementPolicy(RackAwarePlacementPolicy):
+    """The rack-aware rules applied to regions: each write set spans as many regions as exist.
+
+    Bookies' racks are named ``/region/rack``; a bookie with no rack (or a one-level rack)
+    is in ``/default-region``.  Within a region the choice is random, as in the default policy.
+    """
+
+    def new_ensemble(
+        self,
+        size: int,
+        write_quorum: int,
+        bookies: Sequence[str],
+        racks: Mapping[str, str],
+        exclude: set[str],
+    ) -> tuple[str, ...]:
+        return super().new_ensemble(size, write_quorum, bookies, _regions(bookies, racks), exclude)
+
+    def replace_bookie(
+        self,
+        ensemble: Sequence[str],
+        index: int,
+        write_quorum: int,
+        bookies: Sequence[str],
+        racks: Mapping[str, str],
+        exclude: set[str],
+    ) -> str:
+        regions = _regions([*bookies, *ensemble], racks)
+        return super().replace_bookie(ensemble, index, write_quorum, bookies, regions, exclude)
+
+
+def _regions(bookies: Sequence[str], racks: Mapping[str, str]) -> dict[str, str]:
+    return {b: region_of(racks.get(b, DEFAULT_RACK)) for b in bookies}
+
+
+PLACEMENT_POLICIES = ("default", "rack_aware", "region_aware")
+
+
 def make_policy(name: str, rng: Rng) -> PlacementPolicy:
     if name == "rack_aware":
         return RackAwarePlacementPolicy(rng)
+    if name == "region_aware":
+        return RegionAwarePlacementPolicy(rng)
     return DefaultPlacementPolicy(rng)
 
 

@@ -99,8 +99,6 @@ class BrokerConfig:
     managed_ledger_max_unacked_ranges_to_persist: int = _k("managedLedgerMaxUnackedRangesToPersist", 10_000)
     managed_ledger_add_entry_timeout_seconds: int = _k("managedLedgerAddEntryTimeoutSeconds", 0)
     managed_ledger_password: str = _k("managedLedgerPassword", "")
-    # --- bookie side of standalone (read here so one file configures the whole process)
-    journal_sync_data: bool = _k("journalSyncData", True)
     # Keys we do not model, kept for plugins (Pulsar keeps them in a generic property map).
     extra: Mapping[str, str] = field(default_factory=dict, metadata={"key": None})
 

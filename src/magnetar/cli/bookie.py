@@ -8,6 +8,12 @@ puts the journal and ledgers under one directory, ``--port`` sets bookiePort,
 zk:host:port).  Prints ``magnetar bookie ready: <bookie_id>`` once it serves;
 SIGTERM or SIGINT shut it down cleanly (journal drained, final checkpoint,
 registration removed).  A cookie mismatch exits with status 3 and says why.
+``autoRecoveryDaemonEnabled=true`` also runs auto-recovery (auditor candidate +
+replication worker, see ``magnetar autorecovery``) in this process; its keys
+(``lostBookieRecoveryDelay``...) come from the same file.  ``zkTimeout`` (ms,
+default 10000) is the metadata session timeout: how long a dead bookie stays
+registered.  ``journalSyncData`` is true by default here (fsync before an add
+is acknowledged); ``magnetar standalone``'s embedded bookie defaults to false.
 """
 
 from __future__ import annotations
@@ -60,8 +66,14 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"magnetar bookie: bad configuration: {exc}", file=sys.stderr)
         return 2
-    for key in cfg.unknown_keys():
-        logging.getLogger("magnetar.bookie").info("ignoring unknown configuration key %s", key)
+    from magnetar.bookkeeper.config import KNOWN_KEYS as CLIENT_KEYS
+
+    # The ledger client's keys (auto-recovery, placement) are read by the auto-recovery service.
+    unknown = [k for k in cfg.unknown_keys() if k not in CLIENT_KEYS]
+    if unknown:
+        logging.getLogger("magnetar.bookie").warning(
+            "%d configuration keys are not used by the bookie: %s", len(unknown), ", ".join(unknown)
+        )
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         return runner.run(_serve(cfg, args.metadata_url))
 
@@ -87,8 +99,9 @@ async def _serve(cfg, metadata_url: str) -> int:  # type: ignore[no-untyped-def]
             "and its cookie does not survive a restart (use rocksdb:/path or zk:host:port)",
             metadata_url,
         )
-    store = await create_metadata_store(metadata_url, clock=clock)
+    store = await create_metadata_store(metadata_url, clock=clock, session_timeout_ms=cfg.zk_timeout_ms)
     bookie = Bookie(cfg, store, clock=clock)
+    stop_autorecovery = None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -102,10 +115,16 @@ async def _serve(cfg, metadata_url: str) -> int:  # type: ignore[no-untyped-def]
         except OSError as exc:
             print(f"magnetar bookie: cannot start: {exc}", file=sys.stderr, flush=True)
             return 2
+        if cfg.auto_recovery_daemon_enabled:
+            from magnetar.cli.autorecovery import start_autorecovery
+
+            stop_autorecovery = await start_autorecovery(store, cfg.extra, bookie_id, clock)
         print(f"magnetar bookie ready: {bookie_id}", flush=True)
         await stop.wait()
         print(f"magnetar bookie stopping: {bookie_id}", flush=True)
         return 0
     finally:
+        if stop_autorecovery is not None:
+            await stop_autorecovery()
         await bookie.stop()
         await store.aclose()

@@ -11,6 +11,13 @@ bookie`` against the same store first.  Several brokers sharing one store is
 best effort in this version: bundle ownership and load balancing between
 brokers arrive with the scaling issues, so each broker answers lookups for
 every topic with itself.
+
+Defaults are Pulsar's broker.conf, not standalone.conf: entries are written
+to two bookies and acknowledged by both
+(``managedLedgerDefaultEnsembleSize/WriteQuorum/AckQuorum`` = 2/2/2), ensembles
+are placed rack-aware (``bookkeeperClientRackawarePolicyEnabled``, default
+true; ``bookkeeperClientRegionawarePolicyEnabled=true`` chooses region-aware),
+and ``clusterName`` has no default: a broker without one refuses to start.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--web-port", type=int, default=None, help="HTTP port (default 8080; 0 = any)")
     p.add_argument("-a", "--advertised-address", default=None, help="host name put in lookups")
     p.add_argument("--bind-address", default=None, help="listen address (default 0.0.0.0)")
+    p.add_argument("--cluster-name", default=None, help="clusterName (required: flag, file or environment)")
     p.add_argument("--log-level", default="WARNING")
     p.set_defaults(func=run)
 
@@ -51,13 +59,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from magnetar.app.config import ConfigError, load_standalone_config
+    from magnetar.app.config import BROKER_DEFAULTS, ConfigError, load_standalone_config
     from magnetar.cli.standalone import known_pulsar_keys
 
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.WARNING), stream=sys.stderr
     )
-    overrides = {**cli_overrides(args), "metadataStoreUrl": args.metadata_url}
+    overrides = {
+        **cli_overrides(args),
+        "metadataStoreUrl": args.metadata_url,
+        "clusterName": getattr(args, "cluster_name", None),
+    }
     try:
         config = load_standalone_config(
             args.config or os.environ.get("PULSAR_BROKER_CONF") or None,
@@ -65,9 +77,17 @@ def run(args: argparse.Namespace) -> int:
             overrides=overrides,
             env=os.environ,
             known_keys=known_pulsar_keys(),
+            defaults=BROKER_DEFAULTS,
         )
     except ConfigError as exc:
         print(f"magnetar broker: {exc}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    if not config.properties.get("clusterName"):
+        print(
+            "magnetar broker: clusterName is required: the cluster this broker serves "
+            "(give --cluster-name, clusterName= in the config file, or the clusterName variable)",
+            file=sys.stderr,
+        )
         return EXIT_BAD_CONFIG
     url = config.properties.get("metadataStoreUrl", "")
     if not url:

@@ -1,7 +1,7 @@
 """The ``magnetar`` command.
 
 Theory of operation: one argparse tree whose subcommands (standalone, broker,
-bookie, admin, client, perf, tokens) live in their own modules and are
+bookie, autorecovery, admin, client, perf, tokens) live in their own modules and are
 imported only when chosen, so ``magnetar --help`` stays fast and a missing
 optional piece never breaks the others.  Each subcommand module exposes
 ``add_parser(subparsers)`` and the parser's ``func`` runs it.
@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "standalone": "magnetar.cli.standalone",
     "broker": "magnetar.cli.broker",
     "bookie": "magnetar.cli.bookie",
+    "autorecovery": "magnetar.cli.autorecovery",
     "admin": "magnetar.cli.admin",
     "client": "magnetar.cli.client",
     "perf": "magnetar.cli.perf",

@@ -69,12 +69,11 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, str | None]:
 
 
 def known_pulsar_keys() -> frozenset[str]:
-    """Every Pulsar key the broker's config model knows (for the environment layer)."""
-    import dataclasses
+    """Every key some component reads (broker, auth, schema, embedded bookie, ledger client):
+    the environment layer takes a variable named like one of these."""
+    from magnetar.app.config_keys import known_keys
 
-    from magnetar.broker.config import BrokerConfig
-
-    return frozenset(f.metadata["key"] for f in dataclasses.fields(BrokerConfig) if f.metadata.get("key"))
+    return known_keys()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -32,7 +32,7 @@ def test_file_with_typed_values_and_unknown_keys(tmp_path) -> None:
     p.write_text(
         "brokerServicePort=0\nallowAutoTopicCreation=false\nallowAutoTopicCreationType=partitioned\n"
         "defaultNumPartitions=3\nsubscriptionTypesEnabled=Exclusive, Shared\ntokenSecretKey=abc\n"
-        "managedLedgerMaxEntriesPerLedger=10\njournalSyncData=false\n"
+        "managedLedgerMaxEntriesPerLedger=10\n"
     )
     c = load_config_file(p)
     assert c.broker_service_port == 0
@@ -40,7 +40,6 @@ def test_file_with_typed_values_and_unknown_keys(tmp_path) -> None:
     assert c.allow_auto_topic_creation_type == "partitioned"
     assert c.default_num_partitions == 3
     assert c.subscription_types_enabled == ("Exclusive", "Shared")
-    assert c.journal_sync_data is False
     assert unknown_keys(c) == ["tokenSecretKey"]
     assert c.extra["tokenSecretKey"] == "abc"
     assert c.managed_ledger_config().max_entries_per_ledger == 10

@@ -149,6 +149,8 @@ _KEYS: dict[str, tuple[str, str]] = {
     "webServicePortTls": ("web_service_port_tls", "int"),
     "maxAuthDataBytes": ("max_auth_data_bytes", "int"),
 }
+# Every key AuthConfig reads (the process warns once about keys no component reads).
+KNOWN_KEYS = frozenset(_KEYS)
 
 
 def _convert(key: str, raw: Any, kind: str) -> Any:

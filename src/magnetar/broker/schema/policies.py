@@ -151,6 +151,17 @@ class SchemaRegistryConfig:
         )
 
 
+# The broker.conf keys SchemaRegistryConfig.from_properties reads.
+KNOWN_KEYS = frozenset(
+    {
+        "schemaCompatibilityStrategy",
+        "systemTopicSchemaCompatibilityStrategy",
+        "isAllowAutoUpdateSchemaEnabled",
+        "isSchemaValidationEnforced",
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class EffectiveSchemaPolicies:
     strategy: SchemaCompatibilityStrategy

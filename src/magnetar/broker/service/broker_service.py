@@ -28,7 +28,7 @@ from magnetar.broker import errors
 from magnetar.broker.auth import AuthConfig, AuthorizationService
 from magnetar.broker.auth.service import AuthenticationService
 from magnetar.broker.auth.tls import server_ssl_context_from_config
-from magnetar.broker.config import BrokerConfig, unknown_keys
+from magnetar.broker.config import BrokerConfig
 from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
 from magnetar.broker.service.admin import TopicAdmin
@@ -82,8 +82,6 @@ class BrokerService(TopicAdmin):
         self._closed = False
         self._producer_name_prefix: str | None = None
         self._producer_counter = 0
-        for key in unknown_keys(config):
-            log.warning("unknown configuration key %s (kept for plugins)", key)
 
     # ------------------------------------------------------------ lifecycle
     async def serve(self, host: str | None = None, port: int | None = None) -> asyncio.Server:
