@@ -141,7 +141,7 @@ function fmtBytes(v) {
     v /= 1024;
     i++;
   }
-  return (i ? v.toFixed(1) : v) + " " + units[i];
+  return (i ? v.toFixed(1) : Math.round(v)) + " " + units[i];
 }
 
 function enc(name) {

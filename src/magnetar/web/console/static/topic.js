@@ -12,6 +12,7 @@
 "use strict";
 
 const TOPIC_POLL_MS = 2000;
+const SCHEMA_POLL_MS = 5000;
 const HISTORIES = new Map(); // topic -> {msgIn, msgOut, bytesIn, last: {t, msgIn, msgOut, bytesIn}}
 
 function topicHistory(topic) {
@@ -73,7 +74,12 @@ async function viewTopic({ domain, tenant, ns, topic }) {
   const subName = () => document.getElementById("sub-select").value;
   const subPath = () => `${base}/subscription/${enc(subName())}`;
 
+  let schemaShownAt = 0;
   const refresh = async () => {
+    if (Date.now() - schemaShownAt > SCHEMA_POLL_MS) {
+      schemaShownAt = Date.now(); // a producer may register the first schema (or a new version) at any time
+      renderSchema(schemaBase);
+    }
     let stats;
     try {
       stats = await api("GET", statsPath);
@@ -121,7 +127,7 @@ async function viewTopic({ domain, tenant, ns, topic }) {
   });
 
   await refresh();
-  await Promise.all([renderSchema(schemaBase), renderCompaction(base)]);
+  await renderCompaction(base);
   return { refresh, intervalMs: Console.pollMs(TOPIC_POLL_MS) };
 }
 
@@ -195,7 +201,7 @@ function renderLive(stats, hist) {
     if (names.includes(keep)) select.value = keep;
     select.dataset.names = names.join("\n");
   }
-  const consumers = subs.flatMap((s) => (s.consumers || []).map((c) => ({ sub: s.name, ...c })));
+  const consumers = subs.flatMap((s) => (s.consumers || []).map((c) => ({ sub: s.name, ranges: hashRanges(s, c), ...c })));
   document.getElementById("consumers").innerHTML = table([
     ["subscription", (c) => esc(c.sub)],
     ["consumer", (c) => esc(c.consumerName)],
@@ -204,7 +210,7 @@ function renderLive(stats, hist) {
     ["unacked", (c) => fmtNum(c.unackedMessages || 0)],
     ["msg/s out", (c) => fmtNum(c.msgRateOut || 0)],
     ["blocked", (c) => (c.blockedConsumerOnUnackedMsgs ? "yes" : "")],
-    ["key hash ranges", (c) => esc((c.keyHashRanges || []).join(" "))],
+    ["key hash ranges", (c) => rangesCell(c.ranges)],
   ], consumers, 'id="consumers-table"');
 }
 
@@ -213,9 +219,33 @@ function keySharedInfo(s) {
   const parts = [];
   if (s.keySharedMode) parts.push(`mode ${esc(s.keySharedMode)}`);
   if (s.allowOutOfOrderDelivery) parts.push("out-of-order allowed");
+  if (s.drainingHashesCount) parts.push(`draining hashes ${fmtNum(s.drainingHashesCount)} (${fmtNum(s.drainingHashesUnackedMessages || 0)} unacked)`);
+  if (s.parkedEntries) parts.push(`parked entries ${fmtNum(s.parkedEntries)}`);
+  for (const b of (s.blockedHashes || []).slice(0, 5)) {
+    parts.push(`blocked hash ${esc(b.hash)}: ${esc(b.reason)}`);
+  }
   const stuck = Object.entries(s.consumersAfterMarkDeletePosition || {});
   if (stuck.length) parts.push("waiting for mark-delete: " + stuck.map(([c, p]) => `${esc(c)} @ ${esc(p)}`).join(", "));
-  return parts.join("<br>");
+  return `<span class="key-shared">${parts.join("<br>")}</span>`;
+}
+
+// A consumer's Key_Shared hash ranges: in its own stats (Pulsar) or in the subscription's keySharedConsumers.
+function hashRanges(sub, c) {
+  if (c.keyHashRanges && c.keyHashRanges.length) return c.keyHashRanges;
+  const ks = (sub.keySharedConsumers || []).find((k) => k.consumerName === c.consumerName);
+  return ks ? ks.keyHashRanges || [] : [];
+}
+
+// "[s, e]" strings -> a short summary (count and hashes covered) with the ranges folded under it.
+function rangesCell(ranges) {
+  if (!ranges.length) return "";
+  let hashes = 0;
+  for (const r of ranges) {
+    const m = /(\d+),\s*(\d+)/.exec(r);
+    if (m) hashes += +m[2] - +m[1] + 1;
+  }
+  const summary = `${ranges.length} range${ranges.length > 1 ? "s" : ""}, ${hashes} hashes`;
+  return `<details class="hash-ranges"><summary>${esc(summary)}</summary>${esc(ranges.join(" "))}</details>`;
 }
 
 async function renderCompaction(base) {
