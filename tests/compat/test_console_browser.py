@@ -25,6 +25,7 @@ from pathlib import Path
 import jwt
 import pytest
 
+from magnetar.broker.auth.basic import apr1_md5
 from magnetar.testing.chromium import chromium_driver, require_chromium
 from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
 
@@ -40,6 +41,7 @@ SECRET = b"console-browser-secret-0123456789abcdef"
 SUPER = "admin"
 TENANT, NS, TOPIC, SUB = "console-t", "shop", "orders", "audit"
 WAIT_S = 30
+BASIC_USER, BASIC_PASSWORD = "ops", "ops-password"
 
 
 class Order(Record):
@@ -75,15 +77,18 @@ def secured(tmp_path_factory):
         pytest.skip(reason)
     base = tmp_path_factory.mktemp("console")
     (base / "secret.key").write_bytes(SECRET)
+    (base / "htpasswd").write_text(f"{BASIC_USER}:{apr1_md5(BASIC_PASSWORD.encode(), b'c0ns01e5')}\n")
     conf = base / "standalone.conf"
     conf.write_text(
         "\n".join(
             [
                 "authenticationEnabled=true",
-                "authenticationProviders=org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
+                "authenticationProviders=org.apache.pulsar.broker.authentication.AuthenticationProviderToken,"
+                "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic",
                 f"tokenSecretKey=file://{base / 'secret.key'}",
+                f"basicAuthConf={base / 'htpasswd'}",
                 "authorizationEnabled=true",
-                f"superUserRoles={SUPER}",
+                f"superUserRoles={SUPER},{BASIC_USER}",
                 "statsUpdateFrequencyInSecs=1",
                 "",
             ]
@@ -235,12 +240,22 @@ def test_console_sign_in_create_produce_watch_peek_reset(secured, browser, artif
     wait_for(drv, "the new tenant listed", lambda d: TENANT in text_of(d, "#tenants"))
     assert admin_api(web, "GET", f"/admin/v2/tenants/{TENANT}")[1]["adminRoles"] == ["shop-admin"]
     shot(drv, artifacts, "02-tenants")
+    submit(drv, "#create-tenant", tenant="console-tmp")
+    banner_done(drv, "create tenant console-tmp")
+    drv.find_element(By.CSS_SELECTOR, "[data-delete-tenant=console-tmp]").click()
+    banner_done(drv, "delete tenant console-tmp")
+    assert admin_api(web, "GET", "/admin/v2/tenants/console-tmp")[0] == 404
 
     go(drv, f"#/tenant/{TENANT}")
     wait_for(drv, "the tenant page", lambda d: "shop-admin" in text_of(d, "main"))
     submit(drv, "#create-ns", ns=NS)
     banner_done(drv, f"create namespace {TENANT}/{NS}")
     wait_for(drv, "the namespace listed", lambda d: f"{TENANT}/{NS}" in text_of(d, "#namespaces"))
+    submit(drv, "#create-ns", ns="tmp")
+    banner_done(drv, f"create namespace {TENANT}/tmp")
+    drv.find_element(By.CSS_SELECTOR, f"[data-delete-ns='{TENANT}/tmp']").click()
+    banner_done(drv, f"delete namespace {TENANT}/tmp")
+    assert admin_api(web, "GET", f"/admin/v2/namespaces/{TENANT}")[1] == [f"{TENANT}/{NS}"]
 
     go(drv, f"#/ns/{TENANT}/{NS}")
     wait_for(drv, "the namespace page", lambda d: d.find_elements(By.ID, "policies"))
@@ -433,6 +448,25 @@ def test_console_role_without_permission_sees_the_apis_refusal(secured, browser,
     assert admin_api(web, "GET", "/admin/v2/tenants/sneaky")[0] == 404
 
 
+def test_console_basic_sign_in(secured, browser) -> None:
+    drv, web = browser, secured.web_url
+    drv.get(f"{web}/console/")
+    drv.execute_script("sessionStorage.clear()")
+    drv.get(f"{web}/console/#/clusters")
+    wait_for(drv, "the sign-in form", lambda d: d.find_element(By.ID, "signin").is_displayed())
+    drv.find_element(By.CSS_SELECTOR, "input[name=kind][value=basic]").click()
+    drv.find_element(By.ID, "signin-user").send_keys(BASIC_USER)
+    drv.find_element(By.ID, "signin-password").send_keys("wrong")
+    drv.find_element(By.ID, "signin-submit").click()
+    wait_for(drv, "a 401 for a wrong password", lambda d: "401" in text_of(d, "#signin-error"))
+    pw = drv.find_element(By.ID, "signin-password")
+    pw.clear()
+    pw.send_keys(BASIC_PASSWORD)
+    drv.find_element(By.ID, "signin-submit").click()
+    wait_for(drv, "signed in with basic", lambda d: text_of(d, "#who") == f"signed in as {BASIC_USER}")
+    wait_for(drv, "the cluster list", lambda d: "standalone" in text_of(d, "#clusters"))
+
+
 def test_console_is_open_when_authentication_is_off(browser, tmp_path) -> None:
     reason = broker_unavailable_reason()
     if reason:
@@ -443,5 +477,5 @@ def test_console_is_open_when_authentication_is_off(browser, tmp_path) -> None:
         drv.execute_script("sessionStorage.clear()")
         drv.get(f"{proc.web_url}/console/#/tenants")
         wait_for(drv, "the tenant list without signing in", lambda d: "public" in text_of(d, "#tenants"))
-        assert text_of(drv, "#who") == "authentication off"
+        assert text_of(drv, "#who") == "open (no sign-in needed)"
         assert not drv.find_element(By.ID, "signin").is_displayed()

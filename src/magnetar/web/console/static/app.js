@@ -90,7 +90,7 @@ const Console = {
     document.getElementById("signin").hidden = true;
     document.getElementById("view").hidden = false;
     document.getElementById("signout").hidden = auth.kind === "none";
-    document.getElementById("who").textContent = auth.kind === "none" ? "authentication off" : `signed in as ${auth.label}`;
+    document.getElementById("who").textContent = auth.kind === "none" ? "open (no sign-in needed)" : `signed in as ${auth.label}`;
     banner("");
     this.render();
   },

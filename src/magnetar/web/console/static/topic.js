@@ -47,6 +47,8 @@ async function viewTopic({ domain, tenant, ns, topic }) {
       <button id="topic-delete" class="danger">Delete topic</button>
       <span id="compaction-status" class="muted"></span>
     </div>
+    ${partitions ? `<p class="partitions">partitions: ${Array.from({ length: partitions }, (_x, i) =>
+      `<a href="#/topic/${enc(domain)}/${enc(tenant)}/${enc(ns)}/${enc(topic)}-partition-${i}">${i}</a>`).join(" ")}</p>` : ""}
     <div id="topic-stats-error"></div>
     <div class="cards" id="cards"></div>
     <h2>Throughput <span class="muted">(last 5 minutes, from the stats counters)</span></h2>
@@ -84,6 +86,7 @@ async function viewTopic({ domain, tenant, ns, topic }) {
     try {
       stats = await api("GET", statsPath);
     } catch (e) {
+      if (e instanceof ApiError && e.status === 401) throw e; // back to the sign-in form
       document.getElementById("topic-stats-error").innerHTML = refusal(e);
       document.getElementById("cards").innerHTML = "";
       return;

@@ -10,11 +10,13 @@
 
 const VIEW = () => document.getElementById("view");
 
-// Fetch one section: its rendered HTML or the API's refusal.
+// Fetch one section: its rendered HTML or the API's refusal. A 401 (no or expired credentials) is not a
+// refusal of this section but of the sign-in: it propagates, and app.js shows the sign-in form.
 async function section(fn) {
   try {
     return await fn();
   } catch (e) {
+    if (e instanceof ApiError && e.status === 401) throw e;
     return refusal(e);
   }
 }
@@ -26,16 +28,18 @@ function on(selector, event, handler) {
   }));
 }
 
-// Run an action; the banner says what the API answered; then re-render the current view.
+// Run an action, re-render the current view, then say in the banner what the API answered (so "done"
+// is shown once the page already reflects it).
 async function act(what, fn) {
+  banner("");
   try {
     await fn();
-    banner(`<span class="ok">${esc(what)}: done</span>`, "ok");
   } catch (e) {
     banner(`${esc(what)} failed: ${refusal(e)}`);
     return false;
   }
   await Console.render();
+  banner(`<span class="ok">${esc(what)}: done</span>`, "ok");
   return true;
 }
 
