@@ -159,6 +159,21 @@ def banner_done(drv, what: str) -> None:
     wait_for(drv, f"banner '{what}: done'", lambda d: f"{what}: done" in text_of(d, "#banner"))
 
 
+def sign_out(drv, web_url: str) -> None:
+    """Load the console and sign out through its button if someone is signed in (clears the tab's storage)."""
+    drv.get(f"{web_url}/console/")
+
+    def settled(d) -> bool:
+        return (
+            d.find_element(By.ID, "signin").is_displayed() or d.find_element(By.ID, "signout").is_displayed()
+        )
+
+    wait_for(drv, "the console to settle", settled)
+    if drv.find_element(By.ID, "signout").is_displayed():
+        drv.find_element(By.ID, "signout").click()
+    wait_for(drv, "the sign-in form", lambda d: d.find_element(By.ID, "signin").is_displayed())
+
+
 def sign_in(drv, web_url: str, role: str, *, poll_ms: int = 500) -> None:
     drv.get(f"{web_url}/console/?poll={poll_ms}#/tenants")
     wait_for(drv, "the sign-in form", lambda d: d.find_element(By.ID, "signin").is_displayed())
@@ -416,8 +431,7 @@ def test_console_role_without_permission_sees_the_apis_refusal(secured, browser,
         status, body = admin_api(web, "PUT", path)
         assert status in (200, 204), body
 
-    drv.get(f"{web}/console/")  # a fresh page: sign out whoever was signed in
-    drv.execute_script("sessionStorage.clear()")
+    sign_out(drv, web)
     sign_in(drv, web, "intruder")
     # The tenant list is for super-users: the API's 403 and reason are shown, not tenants.
     wait_for(
@@ -450,10 +464,7 @@ def test_console_role_without_permission_sees_the_apis_refusal(secured, browser,
 
 def test_console_basic_sign_in(secured, browser) -> None:
     drv, web = browser, secured.web_url
-    drv.get(f"{web}/console/")
-    drv.execute_script("sessionStorage.clear()")
-    drv.get(f"{web}/console/#/clusters")
-    wait_for(drv, "the sign-in form", lambda d: d.find_element(By.ID, "signin").is_displayed())
+    sign_out(drv, web)
     drv.find_element(By.CSS_SELECTOR, "input[name=kind][value=basic]").click()
     drv.find_element(By.ID, "signin-user").send_keys(BASIC_USER)
     drv.find_element(By.ID, "signin-password").send_keys("wrong")
@@ -464,7 +475,7 @@ def test_console_basic_sign_in(secured, browser) -> None:
     pw.send_keys(BASIC_PASSWORD)
     drv.find_element(By.ID, "signin-submit").click()
     wait_for(drv, "signed in with basic", lambda d: text_of(d, "#who") == f"signed in as {BASIC_USER}")
-    wait_for(drv, "the cluster list", lambda d: "standalone" in text_of(d, "#clusters"))
+    wait_for(drv, "the tenant list (ops is a super-user)", lambda d: "public" in text_of(d, "#tenants"))
 
 
 def test_console_is_open_when_authentication_is_off(browser, tmp_path) -> None:
@@ -473,9 +484,7 @@ def test_console_is_open_when_authentication_is_off(browser, tmp_path) -> None:
         pytest.skip(reason)
     with StandaloneProcess(tmp_path / "data") as proc:
         drv = browser
-        drv.get(f"{proc.web_url}/console/#/tenants")
-        drv.execute_script("sessionStorage.clear()")
-        drv.get(f"{proc.web_url}/console/#/tenants")
+        drv.get(f"{proc.web_url}/console/#/tenants")  # another origin (port): no stored credentials
         wait_for(drv, "the tenant list without signing in", lambda d: "public" in text_of(d, "#tenants"))
         assert text_of(drv, "#who") == "open (no sign-in needed)"
         assert not drv.find_element(By.ID, "signin").is_displayed()
