@@ -262,7 +262,11 @@ def test_console_sign_in_create_produce_watch_peek_reset(secured, browser, artif
     assert admin_api(web, "GET", "/admin/v2/tenants/console-tmp")[0] == 404
 
     go(drv, f"#/tenant/{TENANT}")
-    wait_for(drv, "the tenant page", lambda d: "shop-admin" in text_of(d, "main"))
+    wait_for(drv, "the tenant page", lambda d: "shop-admin" in text_of(d, "#tenant-roles"))
+    submit(drv, "#update-tenant", adminRoles="shop-admin, shop-ops")
+    banner_done(drv, f"update tenant {TENANT}")
+    assert text_of(drv, "#tenant-roles") == "shop-admin, shop-ops"
+    assert admin_api(web, "GET", f"/admin/v2/tenants/{TENANT}")[1]["adminRoles"] == ["shop-admin", "shop-ops"]
     submit(drv, "#create-ns", ns=NS)
     banner_done(drv, f"create namespace {TENANT}/{NS}")
     wait_for(drv, "the namespace listed", lambda d: f"{TENANT}/{NS}" in text_of(d, "#namespaces"))

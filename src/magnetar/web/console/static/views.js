@@ -193,8 +193,14 @@ async function viewTenants() {
 async function viewTenant({ tenant }) {
   const info = await section(async () => {
     const t = await api("GET", `/admin/v2/tenants/${enc(tenant)}`);
-    return `<dl><dt>admin roles</dt><dd>${esc((t.adminRoles || []).join(", ") || "-")}</dd>
-      <dt>allowed clusters</dt><dd>${esc((t.allowedClusters || []).join(", ") || "-")}</dd></dl>`;
+    const roles = (t.adminRoles || []).join(", ");
+    const clusters = (t.allowedClusters || []).join(", ");
+    return `<dl><dt>admin roles</dt><dd id="tenant-roles">${esc(roles || "-")}</dd>
+      <dt>allowed clusters</dt><dd id="tenant-clusters">${esc(clusters || "-")}</dd></dl>
+      <form id="update-tenant" class="inline">
+        <input name="adminRoles" value="${esc(roles)}" placeholder="admin roles (comma separated)">
+        <input name="allowedClusters" value="${esc(clusters)}" placeholder="allowed clusters">
+        <button>Update tenant</button></form>`;
   });
   const namespaces = await section(async () => {
     const list = await api("GET", `/admin/v2/namespaces/${enc(tenant)}`);
@@ -208,6 +214,9 @@ async function viewTenant({ tenant }) {
     <h2>Namespaces</h2>${namespaces}
     <form id="create-ns" class="inline"><input name="ns" placeholder="namespace" required>
       <button>Create namespace</button></form>`;
+  on("#update-tenant", "submit", (_e, f) => act(`update tenant ${tenant}`, () =>
+    api("POST", `/admin/v2/tenants/${enc(tenant)}`,
+      { adminRoles: splitList(f.adminRoles.value), allowedClusters: splitList(f.allowedClusters.value) })));
   on("#create-ns", "submit", (_e, f) => {
     const ns = f.ns.value.trim();
     return act(`create namespace ${tenant}/${ns}`, () => api("PUT", `/admin/v2/namespaces/${enc(tenant)}/${enc(ns)}`));
