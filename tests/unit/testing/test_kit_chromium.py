@@ -24,7 +24,9 @@ def test_explicit_paths_are_used(monkeypatch, tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("ci", "outcome"), [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
-def test_missing_and_not_installable_skips_locally_and_fails_in_ci(monkeypatch, tmp_path, ci, outcome) -> None:
+def test_missing_and_not_installable_skips_locally_and_fails_in_ci(
+    monkeypatch, tmp_path, ci, outcome
+) -> None:
     monkeypatch.setenv("MAGNETAR_CHROMIUM", str(tmp_path / "no-chromium"))
     monkeypatch.setenv("MAGNETAR_CHROMEDRIVER", str(tmp_path / "no-driver"))
     monkeypatch.setattr(chromium, "install_chromium", lambda: "apt-get is not available")

@@ -159,6 +159,15 @@ async def test_bad_input_is_400_with_a_reason(app, body) -> None:
     assert r.json()["reason"]
 
 
+async def test_an_oversized_request_is_413(app) -> None:
+    from magnetar.web.console.decode import BODY_BYTES_MAX
+
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        r = await c.post("/console/api/decode", content=b"x" * (BODY_BYTES_MAX + 1))
+    assert r.status_code == 413 and r.json()["reason"]
+
+
 async def test_with_authentication_on_the_page_is_public_and_decoding_needs_a_role(tmp_path) -> None:
     key = tmp_path / "secret.key"
     key.write_bytes(SECRET)

@@ -120,6 +120,9 @@ def _json_safe(value: Any) -> Any:
 
 @router.post("/console/api/decode")
 async def decode(request: Request) -> dict:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > BODY_BYTES_MAX:  # refuse before reading it
+        raise WebError(413, f"the request is over {BODY_BYTES_MAX} bytes")
     body = await request.body()
     if len(body) > BODY_BYTES_MAX:
         raise WebError(413, f"the request is over {BODY_BYTES_MAX} bytes")

@@ -162,7 +162,7 @@ function renderLive(stats, hist) {
     ["msgThroughputIn", "bytes/s in", fmtBytes(stats.msgThroughputIn || 0)],
     ["msgThroughputOut", "bytes/s out", fmtBytes(stats.msgThroughputOut || 0)],
     ["liveRateIn", "msg/s in (live)", fmtNum(hist.msgIn.last())],
-    ["backlog", "backlog (messages)", fmtNum(backlog)],
+    ["backlog", "backlog (all subscriptions)", fmtNum(backlog)],
     ["storageSize", "storage size", fmtBytes(stats.storageSize || 0)],
     ["msgInCounter", "messages in", fmtNum(stats.msgInCounter || 0)],
     ["msgOutCounter", "messages out", fmtNum(stats.msgOutCounter || 0)],

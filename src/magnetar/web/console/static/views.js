@@ -246,22 +246,25 @@ function baseTopicName(full) {
 async function viewNamespace({ tenant, ns }) {
   const nsPath = `${enc(tenant)}/${enc(ns)}`;
   const topics = await section(async () => {
-    const [plain, partitioned] = await Promise.all([
-      api("GET", `/admin/v2/persistent/${nsPath}`),
-      api("GET", `/admin/v2/persistent/${nsPath}/partitioned`),
-    ]);
-    const parted = new Set(partitioned);
-    const rows = partitioned.map((t) => ({ name: t, partitioned: true }));
-    for (const t of plain) {
-      const base = t.replace(/-partition-\d+$/, "");
-      if (!(base !== t && parted.has(base))) rows.push({ name: t, partitioned: false });
+    const rows = [];
+    for (const domain of ["persistent", "non-persistent"]) {
+      const [plain, partitioned] = await Promise.all([
+        api("GET", `/admin/v2/${domain}/${nsPath}`),
+        api("GET", `/admin/v2/${domain}/${nsPath}/partitioned`),
+      ]);
+      const parted = new Set(partitioned);
+      for (const t of partitioned) rows.push({ domain, name: t, partitioned: true });
+      for (const t of plain) {
+        const base = t.replace(/-partition-\d+$/, "");
+        if (!(base !== t && parted.has(base))) rows.push({ domain, name: t, partitioned: false });
+      }
     }
     rows.sort((a, b) => a.name.localeCompare(b.name));
     return table([
-      ["topic", (r) => `<a href="#/topic/persistent/${nsPath}/${enc(baseTopicName(r.name))}">${esc(r.name)}</a>`],
+      ["topic", (r) => `<a href="#/topic/${r.domain}/${nsPath}/${enc(baseTopicName(r.name))}">${esc(r.name)}</a>`],
       ["partitioned", (r) => (r.partitioned ? "yes" : "no")],
       ["", (r) => `<button class="danger" data-delete-topic="${esc(baseTopicName(r.name))}"` +
-        ` data-partitioned="${r.partitioned}">Delete</button>`],
+        ` data-domain="${r.domain}" data-partitioned="${r.partitioned}">Delete</button>`],
     ], rows, 'id="topics"');
   });
   const policies = await section(async () => {
@@ -281,6 +284,8 @@ async function viewNamespace({ tenant, ns }) {
     <div class="actions"><button id="ns-unload">Unload</button><button id="ns-clear-backlog">Clear backlog</button></div>
     <h2>Topics</h2>${topics}
     <form id="create-topic" class="inline">
+      <select name="domain"><option value="persistent">persistent</option>
+        <option value="non-persistent">non-persistent</option></select>
       <input name="topic" placeholder="topic" required>
       <label>partitions <input name="partitions" type="number" min="0" value="0"></label>
       <button>Create topic</button>
@@ -290,12 +295,12 @@ async function viewNamespace({ tenant, ns }) {
   on("#create-topic", "submit", (_e, f) => {
     const name = f.topic.value.trim();
     const parts = parseInt(f.partitions.value || "0", 10);
-    const path = `/admin/v2/persistent/${nsPath}/${enc(name)}`;
+    const path = `/admin/v2/${f.domain.value}/${nsPath}/${enc(name)}`;
     return act(`create topic ${name}`, () => (parts > 0 ? api("PUT", path + "/partitions", parts) : api("PUT", path)));
   });
   on("[data-delete-topic]", "click", async (_e, b) => {
     const name = b.dataset.deleteTopic;
-    const path = `/admin/v2/persistent/${nsPath}/${enc(name)}` + (b.dataset.partitioned === "true" ? "/partitions" : "");
+    const path = `/admin/v2/${b.dataset.domain}/${nsPath}/${enc(name)}` + (b.dataset.partitioned === "true" ? "/partitions" : "");
     if (confirmed(`Delete topic ${name}?`)) await act(`delete topic ${name}`, () => api("DELETE", path));
   });
   on(".policy-edit", "submit", async (_e, f) => {
