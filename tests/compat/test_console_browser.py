@@ -406,6 +406,7 @@ def test_console_sign_in_create_produce_watch_peek_reset(secured, browser, artif
     shot(drv, artifacts, "07-clusters")
     go(drv, "#/brokers")
     wait_for(drv, "the broker list", lambda d: f"{TENANT}/{NS}" in text_of(d, "table.brokers"))
+    assert "topics" in text_of(drv, "#broker-load")
     shot(drv, artifacts, "08-brokers")
     go(drv, "#/bookies")
     wait_for(drv, "the bookie list", lambda d: text_of(d, "#bookies"))

@@ -114,6 +114,16 @@ async function viewBrokers() {
       }
       return out;
     });
+    // Load of the broker serving this page: its own gauges from /metrics (magnetar_broker_*).
+    html += `<h2>Load (this broker)</h2>` + await section(async () => {
+      const text = String(await api("GET", "/metrics"));
+      const rows = [];
+      for (const line of text.split("\n")) {
+        const m = /^magnetar_broker_([a-z0-9_]+)(?:\{[^}]*\})? ([-+0-9.eE]+|NaN)$/.exec(line);
+        if (m) rows.push({ name: m[1], value: Number(m[2]) });
+      }
+      return table([["gauge", (r) => esc(r.name)], ["value", (r) => fmtNum(r.value)]], rows, 'id="broker-load"');
+    });
     html += `<h2>Health</h2>` + await section(async () => {
       const health = await api("GET", "/admin/v2/brokers/health");
       return `<p id="broker-health">${esc(health)}</p>`;
