@@ -419,6 +419,9 @@ def test_console_sign_in_create_produce_watch_peek_reset(secured, browser, artif
     banner_done(drv, "delete topic parted")
     wait_for(drv, "the partitioned topic gone", lambda d: "parted" not in text_of(d, "#topics"))
     assert admin_api(web, "GET", f"/admin/v2/persistent/{TENANT}/{NS}/partitioned")[1] == []
+    # The page's own scripts raised nothing along the way (refused HTTP calls are logged as network errors).
+    script_errors = [e for e in drv.get_log("browser") if e.get("source") == "javascript"]
+    assert not script_errors, script_errors
 
 
 def test_console_role_without_permission_sees_the_apis_refusal(secured, browser, artifacts) -> None:
