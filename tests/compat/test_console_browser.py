@@ -426,15 +426,13 @@ def test_console_sign_in_create_produce_watch_peek_reset(secured, browser, artif
 
 def test_console_role_without_permission_sees_the_apis_refusal(secured, browser, artifacts) -> None:
     drv, web = browser, secured.web_url
-    status, _ = admin_api(web, "PUT", "/admin/v2/tenants/locked")
-    if status not in (200, 204):  # the tenant body is optional in some builds; give it one
-        req = urllib.request.Request(
-            web + "/admin/v2/tenants/locked",
-            data=json.dumps({"adminRoles": [], "allowedClusters": ["standalone"]}).encode(),
-            method="PUT",
-            headers={"Authorization": f"Bearer {token(SUPER)}", "Content-Type": "application/json"},
-        )
-        urllib.request.urlopen(req, timeout=10).close()
+    req = urllib.request.Request(
+        web + "/admin/v2/tenants/locked",
+        data=json.dumps({"adminRoles": ["locked-admin"], "allowedClusters": ["standalone"]}).encode(),
+        method="PUT",
+        headers={"Authorization": f"Bearer {token(SUPER)}", "Content-Type": "application/json"},
+    )
+    urllib.request.urlopen(req, timeout=10).close()
     for path in ("/admin/v2/namespaces/locked/ns", "/admin/v2/persistent/locked/ns/secret"):
         status, body = admin_api(web, "PUT", path)
         assert status in (200, 204), body
@@ -468,6 +466,14 @@ def test_console_role_without_permission_sees_the_apis_refusal(secured, browser,
     )
     assert "403" in text_of(drv, "#banner")
     assert admin_api(web, "GET", "/admin/v2/tenants/sneaky")[0] == 404
+
+    # The tenant's admin: refused the tenant list (super-user only) but shown its own topic's stats.
+    sign_out(drv, web)
+    sign_in(drv, web, "locked-admin")
+    wait_for(drv, "a 403 on the tenant list", lambda d: "403" in text_of(d, "main .refusal"))
+    go(drv, "#/topic/persistent/locked/ns/secret")
+    wait_for(drv, "the topic's stats", lambda d: number(d, "#stat-backlog") == 0)
+    assert text_of(drv, "#topic-stats-error") == ""
 
 
 def test_console_basic_sign_in(secured, browser) -> None:
