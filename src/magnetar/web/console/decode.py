@@ -20,6 +20,7 @@ header; the browser passes it on as ``batchCount``) is split into its records
 with the protocol's batch codec first, and each record is decoded on its own.
 
 Nothing is read from the broker, so a caller learns nothing it did not send;
+decoding runs on a thread of the request's own (never on the event loop);
 sizes are bounded and a payload that does not match its schema is a 400 with
 the decoder's reason, never a 500.  ``GET /console/api/policies`` lists the
 namespace policies the page can edit, from ``broker.admin.policies.SPECS``
@@ -44,6 +45,7 @@ from fastapi import APIRouter, Request
 from magnetar.broker.admin.policies import SPECS
 from magnetar.protocol.batch import MAX_BATCH_RECORDS, decode_batch
 from magnetar.protocol.errors import CorruptPayload
+from magnetar.runtime import BlockingExecutor
 from magnetar.web.errors import WebError
 
 router = APIRouter()
@@ -147,19 +149,26 @@ async def decode(request: Request) -> dict:
     ):
         raise WebError(400, f"batchCount must be an integer in 1..{MAX_BATCH_RECORDS}")
     schema_type = str(doc.get("schemaType") or "NONE")
+    # Decoding up to 5 MB (or a batch of many records) is CPU work: off the event loop, on a thread this
+    # request owns and stops when done (the console is driven by people, not by a hot path).
+    executor = BlockingExecutor("console-decode", 1)
     try:
-        if batch_count is None:
-            return {"messages": [_decoded(schema_type, definition, payload, {}, None)]}
-        records = decode_batch(payload, batch_count)
-        return {
-            "messages": [
-                _decoded(schema_type, definition, r.payload, r.properties, r.partition_key) for r in records
-            ]
-        }
+        return {"messages": await executor.run(_decode_all, schema_type, definition, payload, batch_count)}
     except CorruptPayload as exc:
         raise WebError(400, f"the batch does not split into {batch_count} records: {exc}") from None
     except ValueError as exc:
         raise WebError(400, str(exc)) from None
+    finally:
+        executor.close_nowait()
+
+
+def _decode_all(schema_type: str, definition: str, payload: bytes, batch_count: int | None) -> list[dict]:
+    if batch_count is None:
+        return [_decoded(schema_type, definition, payload, {}, None)]
+    return [
+        _decoded(schema_type, definition, r.payload, r.properties, r.partition_key)
+        for r in decode_batch(payload, batch_count)
+    ]
 
 
 def _decoded(schema_type: str, definition: str, payload: bytes, properties: dict, key: str | None) -> dict:
