@@ -31,6 +31,7 @@ from magnetar.web import (
     topic_policies,
     topics,
 )
+from magnetar.web import console as web_console
 from magnetar.web.auth import install_auth
 from magnetar.web.errors import install_error_handlers
 from magnetar.web.paths import validate_path_names
@@ -48,6 +49,7 @@ ROUTERS = (
     topics.router,
     topic_policies.router,
     topic_admin.router,
+    web_console.router,  # /console: the built-in web console (web/console/)
 )
 
 

@@ -132,6 +132,8 @@ RULES: tuple[tuple[frozenset[str] | None, re.Pattern[str], Rule], ...] = tuple(
         # ---- public
         ("GET", r"/metrics/?", PUBLIC),
         ("GET", r"/openapi\.json", PUBLIC),
+        ("GET", r"/console(/.*)?", PUBLIC),  # the web console's page and assets: no data (web/console/)
+        ("POST", r"/console/api/decode", AUTHENTICATED),  # decodes what the caller sends; reads nothing
         # ---- lookup
         ("GET", r"/lookup/v2/topic/\{domain\}/\{tenant\}/\{namespace\}/\{topic\}(/bundle)?", _topic(_T.LOOKUP)),
         # ---- brokers, clusters and other cluster-wide administration: super-user
