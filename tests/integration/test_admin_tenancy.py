@@ -308,6 +308,9 @@ def test_brokers_and_bookies(http: httpx.Client, standalone) -> None:  # type: i
     assert "maxUnackedMessagesPerConsumer" not in http.get(f"{V2}/brokers/configuration/values").json()
     bookies = http.get(f"{V2}/bookies/all").json()["bookies"]
     assert len(bookies) >= 1 and ":" in bookies[0]["bookieId"]
+    # What the bookie publishes in its registration node: state and the space of its fullest directory.
+    assert bookies[0]["readOnly"] is False
+    assert bookies[0]["totalSpace"] > bookies[0]["freeSpace"] > 0
     assert http.get(f"{V2}/bookies/racks-info").json() == {}
     doc = http.get("/openapi.json").json()
     assert "/admin/v2/namespaces/{tenant}/{namespace}/retention" in doc["paths"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import httpx
 import pytest
 
 from magnetar.app.config import load_standalone_config
@@ -72,6 +73,11 @@ def _produce(url: str, topic: str) -> str:
         client.close()
 
 
+async def _listed(web_url: str) -> list[dict]:
+    async with httpx.AsyncClient(base_url=web_url) as http:
+        return (await http.get("/admin/v2/bookies/all")).json()["bookies"]
+
+
 async def _wait(predicate, timeout_s: float) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -87,9 +93,16 @@ async def test_read_only_when_full_and_writable_when_space_returns(tmp_path) -> 
     async with running_standalone(tmp_path / "data", props, storage=stack) as sa:
         storage = stack.parts["bookie"]
         assert await asyncio.to_thread(_produce, sa.broker_url, "persistent://public/default/before") == "ok"
+        assert await _listed(sa.web_url) == [
+            {"bookieId": storage.bookie_id, "readOnly": False, "totalSpace": 1_000_000, "freeSpace": 500_000}
+        ]
         disk.used = 0.97
         await _wait(lambda: storage.read_only, 5)
         assert storage.bookie_id in await stack.metadata_store.children(READONLY_PATH)
+        # The admin API (and the console's bookies view) shows the state and the space that caused it.
+        assert await _listed(sa.web_url) == [
+            {"bookieId": storage.bookie_id, "readOnly": True, "totalSpace": 1_000_000, "freeSpace": 30_000}
+        ]
         refused = await asyncio.to_thread(_produce, sa.broker_url, "persistent://public/default/full")
         assert refused != "ok"
         disk.used = 0.93  # between the thresholds: still read-only (no flapping)

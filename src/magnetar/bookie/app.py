@@ -161,6 +161,10 @@ class Bookie:
             lwm_threshold=cfg.disk_usage_lwm_threshold,
             interval_ms=cfg.disk_check_interval_ms,
         )
+        registration = self.registration
+        self.disk_checker.usage_listeners.append(
+            lambda usage: registration.publish_space(usage.total_bytes, usage.free_bytes)
+        )
         await self.disk_checker.check_once()
         self.supervisor.spawn(self.disk_checker.run(), name="disk-checker")
         self.gc = GarbageCollector(self.storage, self.metadata_store, cfg, self.clock)

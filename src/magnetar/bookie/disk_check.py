@@ -19,6 +19,7 @@ cache and the journal (see journal.py, storage.py).
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from magnetar.bookie.disk import Disk, DiskUsage
 from magnetar.bookie.storage import LedgerStorage, StorageState
@@ -50,6 +51,8 @@ class DiskChecker:
         self._interval_s = interval_ms / 1000.0
         self._made_read_only = False
         self.last_usage: dict[str, DiskUsage] = {}
+        # Called after every check with the usage of the fullest directory (the app publishes it).
+        self.usage_listeners: list[Callable[[DiskUsage], Awaitable[None]]] = []
 
     def _usages(self) -> dict[str, DiskUsage]:
         return {d: self._disk.usage(d) for d in self._dirs}
@@ -60,6 +63,11 @@ class DiskChecker:
         self.last_usage = usages
         worst_dir, worst = max(usages.items(), key=lambda kv: kv[1].used_fraction)
         fraction = worst.used_fraction
+        for listener in self.usage_listeners:
+            try:
+                await listener(worst)
+            except Exception:  # a metadata hiccup must not stop the disk check itself
+                log.exception("bookie %s: publishing disk usage failed", self._storage.bookie_id)
         state = self._storage.state
         if state == StorageState.WRITABLE and fraction > self._threshold:
             reason = (

@@ -104,6 +104,7 @@ class Registration:
         self._read_only = False
         self._active = False
         self._lock = asyncio.Lock()
+        self._space: tuple[int, int] | None = None  # (totalSpace, freeSpace) of the fullest directory
 
     @property
     def cookie_path(self) -> str:
@@ -178,7 +179,23 @@ class Registration:
     # --- registration -------------------------------------------------------------------------
 
     def _node_value(self) -> bytes:
-        return json.dumps({"bookieId": self.bookie_id, "readOnly": self._read_only}).encode()
+        value: dict = {"bookieId": self.bookie_id, "readOnly": self._read_only}
+        if self._space is not None:
+            value["totalSpace"], value["freeSpace"] = self._space
+        return json.dumps(value).encode()
+
+    async def publish_space(self, total_bytes: int, free_bytes: int) -> None:
+        """Put the disk space of the fullest directory into the registration node (operators read it
+        through ``/admin/v2/bookies/all``).  Rewritten only when free space moved by 1% of the disk or
+        more, so a disk check every few seconds does not become a metadata write every few seconds."""
+        old = self._space
+        self._space = (total_bytes, free_bytes)
+        if old is not None and old[0] == total_bytes and abs(old[1] - free_bytes) < total_bytes // 100:
+            self._space = old
+            return
+        async with self._lock:
+            if self._active and self._registered_path is not None:
+                await self._put_ephemeral(self._registered_path)
 
     async def register(self, read_only: bool = False) -> str:
         async with self._lock:

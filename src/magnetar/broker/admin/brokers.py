@@ -14,6 +14,7 @@ registration path (``/ledgers/available``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from magnetar.bookie.api import AVAILABLE_PATH, READONLY_PATH
@@ -127,14 +128,32 @@ class BrokerAdmin:
 
     # ------------------------------------------------------------ bookies
     async def bookies(self) -> dict:
+        """Pulsar's ``{"bookies": [{"bookieId": ...}]}``, each entry also carrying what the bookie
+        publishes in its registration node: ``readOnly`` and, once its disk check ran, ``totalSpace``
+        and ``freeSpace`` in bytes of its fullest directory (the names of BookKeeper's bookie info)."""
         store = self._svc.metadata_store
-        ids: set[str] = set()
-        for path in (AVAILABLE_PATH, READONLY_PATH):
-            try:
-                ids.update(c for c in await store.children(path) if c != "readonly")
-            except Exception:  # the path does not exist yet: no bookie registered
-                continue
-        return {"bookies": [{"bookieId": b} for b in sorted(ids)]}
+        found: dict[str, dict] = {}
+        for path, read_only in ((AVAILABLE_PATH, False), (READONLY_PATH, True)):
+            for bookie_id in await store.children(path):  # [] before any bookie registered
+                if bookie_id == "readonly":
+                    continue
+                got = await store.get(f"{path}/{bookie_id}")
+                if got is None:  # unregistered between the listing and the read
+                    continue
+                entry: dict[str, Any] = {"bookieId": bookie_id, "readOnly": read_only}
+                entry.update(_registration_info(got.value))
+                found.setdefault(bookie_id, entry)
+        return {"bookies": [found[b] for b in sorted(found)]}
+
+
+def _registration_info(value: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(value) if value else {}
+    except ValueError:  # a bookie of another make registered with a non-JSON value
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: data[k] for k in ("totalSpace", "freeSpace") if isinstance(data.get(k), int)}
 
 
 def _text(v: Any) -> str:
