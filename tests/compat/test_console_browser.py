@@ -410,6 +410,9 @@ def test_console_sign_in_create_produce_watch_peek_reset(secured, browser, artif
     shot(drv, artifacts, "08-brokers")
     go(drv, "#/bookies")
     wait_for(drv, "the bookie list", lambda d: text_of(d, "#bookies"))
+    bookies_text = text_of(drv, "#bookies").lower()  # disk use and read-only state, as the admin API has them
+    assert "freespace" in bookies_text and "totalspace" in bookies_text and "readonly" in bookies_text
+    assert "gib" in bookies_text or "mib" in bookies_text
     shot(drv, artifacts, "09-bookies")
 
     # Deleting from the console: a topic, then the partitioned one.
