@@ -30,6 +30,7 @@ from magnetar.web import (
     topic_admin,
     topic_policies,
     topics,
+    websocket,
 )
 from magnetar.web.auth import install_auth
 from magnetar.web.errors import install_error_handlers
@@ -48,6 +49,7 @@ ROUTERS = (
     topics.router,
     topic_policies.router,
     topic_admin.router,
+    websocket.router,
 )
 
 
