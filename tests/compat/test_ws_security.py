@@ -98,3 +98,24 @@ def test_header_token_produces_and_query_token_consumes(secured) -> None:
             assert json.loads(producer.recv(timeout=TIMEOUT_S))["result"] == "ok"
         got = json.loads(consumer.recv(timeout=TIMEOUT_S))
         assert base64.b64decode(got["payload"]) == b"secret"
+
+
+def test_authentication_outcomes_are_counted_in_metrics(secured) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status_of(url(secured, "producer", "m", query="?token=garbage"))
+    ok = httpx.get(
+        f"{secured.web_url}/admin/v2/clusters", headers={"Authorization": f"Bearer {token('admin')}"}
+    )
+    assert ok.status_code == 200
+    text = httpx.get(f"{secured.web_url}/metrics", timeout=TIMEOUT_S).text
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
+    failures = {k: v for k, v in samples.items() if k[0] == "pulsar_authentication_failures_total"}
+    successes = {k: v for k, v in samples.items() if k[0] == "pulsar_authentication_success_total"}
+    assert failures and all(v > 0 for v in failures.values()), failures
+    assert any(dict(k[1])["provider_name"] == "AuthenticationProviderToken" for k in failures), failures
+    assert any(dict(k[1])["auth_method"] == "token" and v > 0 for k, v in successes.items()), successes

@@ -42,6 +42,7 @@ from magnetar.app.storage import StorageStack, open_standalone_storage
 from magnetar.app.tls import broker_client_credentials, start_tls_listeners
 from magnetar.runtime import Clock, RealClock, Rng
 from magnetar.web.app import create_app
+from magnetar.web.metrics_process import register_bookie_metrics
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,7 @@ class Standalone:
             credentials=broker_client_credentials(self.config.properties),
         )
         app = create_app(svc, health_check=check)
+        register_bookie_metrics(app, self._storage.parts.get("bookie") if self._storage else None)
         uv_config = uvicorn.Config(
             app,
             log_level="warning",

@@ -22,6 +22,7 @@ then closes every topic and with it the managed ledgers.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 
 from magnetar.broker import errors
@@ -73,6 +74,9 @@ class BrokerService(TopicAdmin):
         self.topics = TopicRegistry(self)
         self.compaction = BrokerCompaction(self)
         self.connections: set[Connection] = set()
+        # Cumulative counts for /metrics: connections_created/closed, lookup_answers/failures,
+        # lookup_latency_ms (sum); one dict, plain integer adds.
+        self.counters: collections.Counter[str] = collections.Counter()
         self.broker_port = config.broker_service_port
         self.web_port = config.web_service_port
         self._server: asyncio.Server | None = None
@@ -171,9 +175,12 @@ class BrokerService(TopicAdmin):
             return
         cnx = Connection(self, reader, writer)
         self.connections.add(cnx)
+        self.counters["connections_created"] += 1
         await cnx.run()
 
     def connection_closed(self, cnx: Connection) -> None:
+        if cnx in self.connections:
+            self.counters["connections_closed"] += 1
         self.connections.discard(cnx)
 
     async def aclose(self) -> None:
@@ -240,6 +247,17 @@ class BrokerService(TopicAdmin):
             raise errors.NamespaceNotFoundError("Namespace does not exist")
 
     async def lookup(self, topic: str) -> dict:
+        t0 = self.clock.monotonic()
+        try:
+            answer = await self._lookup(topic)
+        except Exception:
+            self.counters["lookup_failures"] += 1
+            raise
+        self.counters["lookup_answers"] += 1
+        self.counters["lookup_latency_ms"] += (self.clock.monotonic() - t0) * 1000
+        return answer
+
+    async def _lookup(self, topic: str) -> dict:
         ref = parse_topic(topic)
         await self.require_namespace(ref.namespace)
         url = self.broker_service_url()
