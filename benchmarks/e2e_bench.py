@@ -195,7 +195,7 @@ def median_of(runs: list[dict[str, object]]) -> dict[str, object]:
 
 def run_standalone(args: argparse.Namespace) -> tuple[dict[str, object], str]:
     with tempfile.TemporaryDirectory(prefix="magnetar-bench-") as tmp:
-        sa = StandaloneProcess(Path(tmp) / "data")
+        sa = StandaloneProcess(Path(tmp) / "data", config_file=args.config)
         sa.start()
         try:
             time.sleep(2.0)  # let start-up work settle before measuring idle memory
@@ -230,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-null", action="store_true", help="do not run the null broker comparison")
     p.add_argument("--null-only", action="store_true", help="only the null broker (checks the harness)")
     p.add_argument("--repeat", type=int, default=1, help="runs per broker; each figure is the median")
+    p.add_argument("--config", default=None, help="standalone config file (e.g. with brokerInterceptors)")
     args = p.parse_args(argv)
 
     real = None

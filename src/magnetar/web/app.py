@@ -35,6 +35,7 @@ from magnetar.web import (
 from magnetar.web.auth import install_auth
 from magnetar.web.errors import install_error_handlers
 from magnetar.web.paths import validate_path_names
+from magnetar.web.plugins import install_web_interceptor
 
 # Order matters: the topic routes start with a ``{domain}`` segment, so every literal
 # prefix (clusters, tenants, namespaces, schemas, brokers) is registered first.
@@ -81,6 +82,7 @@ def create_app(
     app.state.health_check = health_check
     install_error_handlers(app)
     install_auth(app)  # authentication + per-route authorization (web/auth.py)
+    install_web_interceptor(app, broker_service)  # only when brokerInterceptors is set (web/plugins.py)
     metrics.install_metrics(app, broker_service)
     for router in ROUTERS:
         app.include_router(router)

@@ -303,6 +303,12 @@ class AuthMiddleware:
         found = self._match(scope)
         method = scope.get("method", WEBSOCKET)
         rule = self._rule(method, found[0]) if found is not None else None
+        if (
+            rule is None
+            and found is not None
+            and found[0] in getattr(self.fastapi_app.state, "servlet_paths", ())
+        ):
+            rule = AUTHENTICATED  # an additional servlet (web.plugins): any authenticated role
         if rule is PUBLIC and found is not None and found[0].startswith("/metrics"):
             if _metrics_authenticated(self.fastapi_app):
                 rule = AUTHENTICATED  # authenticateMetricsEndpoint=true

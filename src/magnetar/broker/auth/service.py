@@ -94,9 +94,16 @@ class AuthenticationService:
 
     @classmethod
     def from_config(
-        cls, config: AuthConfig, clock: Clock, executor: BlockingExecutor | None = None
+        cls,
+        config: AuthConfig,
+        clock: Clock,
+        executor: BlockingExecutor | None = None,
+        extra_providers: Mapping[str, AuthenticationProvider] | None = None,
     ) -> AuthenticationService:
+        """``extra_providers``: plugin providers by method name (broker.plugins)."""
         providers = build_providers(config, clock) if config.authentication_enabled else {}
+        if config.authentication_enabled and extra_providers:
+            providers.update(extra_providers)
         return cls(config, providers, executor=executor)
 
     @property

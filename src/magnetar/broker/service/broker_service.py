@@ -24,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+from typing import Any
 
 from magnetar.broker import errors
 from magnetar.broker.auth import AuthConfig, AuthorizationService
 from magnetar.broker.auth.service import AuthenticationService
 from magnetar.broker.auth.tls import server_ssl_context_from_config
 from magnetar.broker.config import BrokerConfig, unknown_keys
+from magnetar.broker.interceptors import InterceptorChain
 from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
 from magnetar.broker.service.admin import TopicAdmin
@@ -57,8 +59,12 @@ class BrokerService(TopicAdmin):
         ml_factory: ManagedLedgerFactory,
         clock: Clock,
         rng: Rng,
+        extensions: Any = None,
     ) -> None:
+        """``extensions``: broker.plugins.BrokerExtensions (interceptors, auth plugins) or None."""
         self.config = config
+        # None unless brokerInterceptors is set: each hook site tests this and calls nothing.
+        self.interceptor: InterceptorChain | None = getattr(extensions, "interceptor", None)
         self.metadata_store = metadata_store
         self.ml_factory = ml_factory
         self.clock = clock
@@ -66,8 +72,11 @@ class BrokerService(TopicAdmin):
         self.supervisor = TaskSupervisor("broker")
         self.resources = BrokerResources(metadata_store)
         self.auth_config = AuthConfig.from_properties(config.as_properties())
-        self.authentication = AuthenticationService.from_config(self.auth_config, clock)
+        self.authentication = AuthenticationService.from_config(
+            self.auth_config, clock, extra_providers=getattr(extensions, "authentication_providers", None)
+        )
         self.authorization = AuthorizationService(self.auth_config, metadata_store)
+        self.authorization.provider = getattr(extensions, "authorization_provider", None)
         self.schemas = SchemaRegistry(
             metadata_store, clock, SchemaRegistryConfig.from_properties(config.as_properties())
         )
@@ -176,11 +185,15 @@ class BrokerService(TopicAdmin):
         cnx = Connection(self, reader, writer)
         self.connections.add(cnx)
         self.counters["connections_created"] += 1
+        if self.interceptor is not None:
+            self.interceptor.on_connection_created(cnx)
         await cnx.run()
 
     def connection_closed(self, cnx: Connection) -> None:
         if cnx in self.connections:
             self.counters["connections_closed"] += 1
+            if self.interceptor is not None:
+                self.interceptor.on_connection_closed(cnx)
         self.connections.discard(cnx)
 
     async def aclose(self) -> None:

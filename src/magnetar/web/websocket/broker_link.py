@@ -203,6 +203,9 @@ class BrokerLink:
         redelivery_count: int,
         ack_set: list[int] | None,
     ) -> None:
+        ic = self.service.interceptor
+        if ic is not None:
+            ic.on_message_dispatch(self.consumers.get(consumer_id), pos.ledger_id, pos.entry_id, data)
         self.listener.on_message(consumer_id, pos.ledger_id, pos.entry_id, partition, data, redelivery_count)
 
     def broker_closed_producer(self, producer: Any) -> None:
