@@ -40,3 +40,7 @@ class CountingInterceptor(BrokerInterceptor):
     def on_web_request(self, method, path, headers):
         self.counts["web"] += 1
         return 418 if path.startswith("/teapot") else None
+
+
+class NoopInterceptor(BrokerInterceptor):
+    """Every hook inherited as a no-op: what one configured interceptor costs (e2e_bench --config)."""

@@ -28,7 +28,7 @@ from magnetar.common.murmur3 import pulsar_hash
 from magnetar.protocol.message_id import MessageId
 from magnetar.web.websocket import codec
 from magnetar.web.websocket.broker_link import BrokerLink
-from magnetar.web.websocket.session import QueryParams, Session
+from magnetar.web.websocket.session import BadParameter, QueryParams, Session
 
 
 @dataclass
@@ -53,6 +53,10 @@ class ProducerSession(Session):
         )
         params.choice("compressionType", ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"), None)
         params.choice("hashingScheme", ("JavaStringHash", "Murmur3_32Hash"), None)
+        if params.text("encryptionKeys"):
+            raise BadParameter(
+                "encryptionKeys is not supported: no cryptoKeyReaderFactoryClassName is configured"
+            )
         self.sequence = itertools.count(max(0, params.integer("initialSequenceId", -1) + 1))
         self._producers: list[int] = []  # producer id per partition
         self._pending: deque[_Pending] = deque()

@@ -180,7 +180,11 @@ class Session:
             if text is None and msg.get("bytes") is not None:
                 text = msg["bytes"].decode("utf-8", errors="replace")
             if text is not None:
-                await self.on_text(text)
+                try:
+                    await self.on_text(text)
+                except errors.BrokerError as exc:  # the broker refused (consumer gone, ...): say why
+                    self.close_with(1011, f"{exc.message}")
+                    return
 
 
 async def run_session(ws: WebSocket, session: Session) -> None:
