@@ -285,3 +285,16 @@ def test_is_end_of_topic_true_on_a_terminated_fully_consumed_topic(standalone, c
         time.sleep(0.3)
         ws.send(json.dumps({"type": "isEndOfTopic"}))
         assert recv(ws) == {"endOfTopic": True}
+
+
+def test_non_persistent_topic_over_websocket(standalone) -> None:
+    topic = f"non-persistent://public/default/ws-np-{uuid.uuid4().hex[:6]}"
+    with (
+        connect(ws_url(standalone, "consumer", topic, "/np", subscriptionType="Shared")) as wsc,
+        connect(ws_url(standalone, "producer", topic)) as wsp,
+    ):
+        for i in range(3):
+            wsp.send(json.dumps({"payload": b64(f"np{i}".encode())}))
+            assert recv(wsp)["result"] == "ok"
+        got = [base64.b64decode(recv(wsc)["payload"]) for _ in range(3)]
+        assert got == [b"np0", b"np1", b"np2"]

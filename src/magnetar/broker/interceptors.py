@@ -71,16 +71,43 @@ class BrokerInterceptor:
         """The broker stops."""
 
 
+_HOOKS = (
+    "on_connection_created",
+    "on_connection_closed",
+    "on_pulsar_command",
+    "on_message_publish",
+    "on_message_dispatch",
+    "on_message_ack",
+    "on_web_request",
+    "close",
+)
+
+
 class InterceptorChain(BrokerInterceptor):
-    """Calls each interceptor in order; a non-BrokerError failure is logged, not raised."""
+    """Calls each interceptor in order; a non-BrokerError failure is logged, not raised.
+
+    Per hook it keeps only the interceptors that override it (bound methods, found once):
+    a hook nobody overrides is a loop over an empty tuple.
+    """
 
     def __init__(self, interceptors: Sequence[tuple[str, BrokerInterceptor]]) -> None:
         self.interceptors = list(interceptors)
+        self._by_hook: dict[str, tuple[tuple[str, Any], ...]] = {
+            hook: tuple(
+                (name, getattr(ic, hook))
+                for name, ic in self.interceptors
+                if getattr(type(ic), hook, None) is not getattr(BrokerInterceptor, hook)
+            )
+            for hook in _HOOKS
+        }
+        self._dispatch = self._by_hook["on_message_dispatch"]
+        self._publish = self._by_hook["on_message_publish"]
+        self._command = self._by_hook["on_pulsar_command"]
 
     def _each(self, hook: str, *args: Any, may_refuse: bool = False) -> None:
-        for name, ic in self.interceptors:
+        for name, fn in self._by_hook[hook]:
             try:
-                getattr(ic, hook)(*args)
+                fn(*args)
             except BrokerError:
                 if may_refuse:
                     raise
@@ -99,21 +126,24 @@ class InterceptorChain(BrokerInterceptor):
         self._each("on_connection_closed", cnx)
 
     def on_pulsar_command(self, command_type: str, command: Any, cnx: Any) -> None:
-        self._each("on_pulsar_command", command_type, command, cnx, may_refuse=True)
+        if self._command:
+            self._each("on_pulsar_command", command_type, command, cnx, may_refuse=True)
 
     def on_message_publish(self, producer: Any, headers_and_payload: bytes) -> None:
-        self._each("on_message_publish", producer, headers_and_payload)
+        if self._publish:
+            self._each("on_message_publish", producer, headers_and_payload)
 
     def on_message_dispatch(self, consumer: Any, ledger_id: int, entry_id: int, data: bytes) -> None:
-        self._each("on_message_dispatch", consumer, ledger_id, entry_id, data)
+        if self._dispatch:
+            self._each("on_message_dispatch", consumer, ledger_id, entry_id, data)
 
     def on_message_ack(self, consumer: Any, positions: Sequence[tuple[int, int]], cumulative: bool) -> None:
         self._each("on_message_ack", consumer, positions, cumulative)
 
     def on_web_request(self, method: str, path: str, headers: dict[str, str]) -> int | None:
-        for name, ic in self.interceptors:
+        for name, fn in self._by_hook["on_web_request"]:
             try:
-                status = ic.on_web_request(method, path, headers)
+                status = fn(method, path, headers)
             except Exception:
                 log.exception("broker interceptor %s failed in on_web_request", name)
                 continue
