@@ -119,3 +119,12 @@ def test_authentication_outcomes_are_counted_in_metrics(secured) -> None:
     assert failures and all(v > 0 for v in failures.values()), failures
     assert any(dict(k[1])["provider_name"] == "AuthenticationProviderToken" for k in failures), failures
     assert any(dict(k[1])["auth_method"] == "token" and v > 0 for k, v in successes.items()), successes
+
+
+def test_multi_topic_consumer_checks_consume_per_topic(secured) -> None:
+    base = secured.web_url.replace("http://", "ws://") + "/ws/v3/consumer/s?topics="
+    t = f"sec-{uuid.uuid4().hex[:6]}"
+    with connect(f"{base}{t},{t}-2&token={token('reader')}"):
+        pass
+    assert status_of(f"{base}{t}&token={token('writer')}") == 403
+    assert status_of(f"{base}{t}") == 401

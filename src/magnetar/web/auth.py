@@ -189,6 +189,7 @@ RULES: tuple[tuple[frozenset[str] | None, re.Pattern[str], Rule], ...] = tuple(
         ("DELETE", _TP + r"/permissions/\{role\}", _topic(_T.REVOKE_PERMISSION)),
         # ---- WebSocket API (Pulsar's /ws/v2 paths)
         (WEBSOCKET, r"/ws(/v2)?/pingpong", AUTHENTICATED),
+        (WEBSOCKET, r"/ws/v3/consumer/\{subscription\}", AUTHENTICATED),  # per-topic check in the session
         (WEBSOCKET, r"/ws/v2/producer/\{domain\}/\{tenant\}/\{namespace\}/\{topic\}", _topic(_T.PRODUCE)),
         (WEBSOCKET, r"/ws/v2/(consumer|reader)/\{domain\}/\{tenant\}/\{namespace\}/\{topic\}(/\{subscription\})?", _topic(_T.CONSUME)),
         # ---- topic policies (one literal segment after the topic)

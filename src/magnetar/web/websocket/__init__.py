@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from fastapi import APIRouter, WebSocket
 
-from magnetar.web.websocket.consumer import ConsumerSession, ReaderSession
+from magnetar.web.websocket.consumer import ConsumerSession, MultiTopicConsumerSession, ReaderSession
 from magnetar.web.websocket.producer import ProducerSession
 from magnetar.web.websocket.session import BadParameter, QueryParams, Session, deny, run_session
 
@@ -68,6 +68,21 @@ async def ws_consumer(
 async def ws_reader(ws: WebSocket, domain: str, tenant: str, namespace: str, topic: str) -> None:
     svc = ws.app.state.broker_service
     await _serve(ws, domain, lambda t, p: ReaderSession(ws, svc, t, p), tenant, namespace, topic)
+
+
+@router.websocket("/ws/v3/consumer/{subscription}")
+async def ws_multi_consumer(ws: WebSocket, subscription: str) -> None:
+    if not _enabled(ws):
+        await deny(ws, 404, "The WebSocket service is not enabled on this broker")
+        return
+    svc = ws.app.state.broker_service
+    role = (ws.scope.get("state") or {}).get("auth_role")
+    try:
+        session = MultiTopicConsumerSession(ws, svc, QueryParams(dict(ws.query_params)), subscription, role)
+    except BadParameter as exc:
+        await deny(ws, 400, str(exc))
+        return
+    await run_session(ws, session)
 
 
 @router.websocket("/ws/v2/pingpong")

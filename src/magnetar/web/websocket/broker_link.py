@@ -26,6 +26,7 @@ to other consumers), as a closing TCP connection does.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -88,6 +89,20 @@ class BrokerLink:
         ref = parse_topic(topic)
         n = await self.service.get_partitioned_metadata(ref.full_name, check_allow_auto_creation=True)
         return TopicInfo(ref.full_name, n)
+
+    async def topics_matching(self, pattern: str) -> list[str]:
+        """Existing topics of the pattern's namespace whose full name matches the regex
+        (partitions collapse to their partitioned topic)."""
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise errors.InvalidTopicNameError(f"Invalid topicsPattern: {exc}") from None
+        domain, _, rest = pattern.partition("://")
+        namespace = "/".join(rest.split("/")[:2])
+        mode = "NON_PERSISTENT" if domain == "non-persistent" else "PERSISTENT"
+        names = await self.service.list_topics(namespace, mode)
+        bases = {n.split("-partition-")[0] if "-partition-" in n else n for n in names}
+        return sorted(n for n in bases if regex.fullmatch(n))
 
     def is_end_of_topic(self, consumer_id: int) -> bool:
         consumer = self.consumers.get(consumer_id)

@@ -79,16 +79,17 @@ class ConsumerSession(Session):
         self._start: Any = None
 
     # --- setup --------------------------------------------------------------------------------
-    async def open(self, link: BrokerLink) -> None:
+    async def _topics(self, link: BrokerLink) -> list[str]:
+        """The topic (partition) names this session subscribes to."""
         info = await link.topic_info(self.topic)
-        names = (
-            [info.full_name]
-            if info.partitions == 0
-            else [f"{info.full_name}-partition-{i}" for i in range(info.partitions)]
-        )
         if self.dlq_topic is None and self.max_redeliver > 0:
             self.dlq_topic = f"{info.full_name}-{self.subscription}-DLQ"
-        for topic in names:
+        if info.partitions == 0:
+            return [info.full_name]
+        return [f"{info.full_name}-partition-{i}" for i in range(info.partitions)]
+
+    async def open(self, link: BrokerLink) -> None:
+        for topic in await self._topics(link):
             cid = await self._subscribe(link, topic)
             self._consumers.append(cid)
         if not self.pull_mode:
@@ -290,3 +291,39 @@ class ReaderSession(ConsumerSession):
             if m.message_id.entry() != start.entry()
             or (start.batch_index >= 0 and m.message_id.batch_index > start.batch_index)
         ]
+
+
+class MultiTopicConsumerSession(ConsumerSession):
+    """``/ws/v3/consumer/{subscription}?topics=a,b`` or ``?topicsPattern=<regex>``: one session
+    over several topics (short names mean ``persistent://public/default/...``).  The route is
+    open to any authenticated role, so consume permission is checked here, per topic."""
+
+    def __init__(self, ws: WebSocket, service: Any, params: QueryParams, subscription: str, role: str | None):
+        topics = [t.strip() for t in (params.text("topics") or "").split(",") if t.strip()]
+        pattern = params.text("topicsPattern")
+        if bool(topics) == bool(pattern):
+            raise BadParameter("Exactly one of topics or topicsPattern is required")
+        super().__init__(ws, service, topics[0] if topics else str(pattern), params, subscription)
+        self.topic_list = [t if "://" in t else f"persistent://public/default/{t}" for t in topics]
+        self.pattern = (
+            pattern if pattern is None or "://" in pattern else f"persistent://public/default/{pattern}"
+        )
+        self.role = role
+
+    async def _topics(self, link: BrokerLink) -> list[str]:
+        names = list(self.topic_list)
+        if self.pattern is not None:
+            names = await link.topics_matching(self.pattern)
+        out: list[str] = []
+        for name in names:
+            info = await link.topic_info(name)
+            authz = self.service.authorization
+            if authz.enabled:
+                await authz.check_consume(self.role, info.full_name, self.subscription)
+            if info.partitions == 0:
+                out.append(info.full_name)
+            else:
+                out += [f"{info.full_name}-partition-{i}" for i in range(info.partitions)]
+        if self.dlq_topic is None and self.max_redeliver > 0:
+            self.dlq_topic = f"{self.topic_list[0] if self.topic_list else 'persistent://public/default/multi'}-{self.subscription}-DLQ"
+        return out

@@ -13,7 +13,9 @@ Pulsar's status codes.  Outgoing frames go through a queue drained by one
 writer task; while it holds more than ``OUT_HIGH_WATER`` frames the link is
 marked not writable and the broker's dispatcher skips this consumer until the
 socket catches up.  ``pause_reading`` (publish rate limiting) delays the next
-read.  Authentication and authorization ran before this (``web.auth``); the
+read.  A text frame over ``webSocketMaxTextFrameSize`` closes the session
+(1009); no frame either way for ``webSocketSessionIdleTimeoutMillis`` closes
+it too (1001), as Pulsar's Jetty idle timeout does.  Authentication and authorization ran before this (``web.auth``); the
 ``token`` query parameter is accepted there as a bearer token.
 """
 
@@ -29,6 +31,7 @@ from fastapi import Response, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
 from magnetar.broker import errors
+from magnetar.broker.auth import AuthenticationError, AuthorizationError
 from magnetar.web.websocket.broker_link import BrokerLink
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,8 @@ _STATUS_BY_ERROR: tuple[tuple[type[errors.BrokerError], int], ...] = (
     (errors.TopicTerminatedError, 503),
     (errors.ServiceNotReadyError, 503),
     (errors.InvalidTopicNameError, 400),
+    (AuthenticationError, 401),
+    (AuthorizationError, 403),
 )
 
 
@@ -113,6 +118,11 @@ class Session:
         self._close: tuple[int, str] | None = None
         self._closed_event = asyncio.Event()
         self._paused_until = 0.0
+        config = getattr(service, "config", None)
+        props = config.as_properties() if config is not None and hasattr(config, "as_properties") else {}
+        self.idle_timeout_s = int(props.get("webSocketSessionIdleTimeoutMillis", 300_000)) / 1000
+        self.max_text_frame = int(props.get("webSocketMaxTextFrameSize", 1_048_576))
+        self._last_activity = self.clock.monotonic()
 
     # --- overridden by the sessions -----------------------------------------------------------
     async def open(self, link: BrokerLink) -> None:  # pragma: no cover - abstract
@@ -161,12 +171,23 @@ class Session:
             if item is None:
                 return
             await self.ws.send_text(item)
+            self._last_activity = self.clock.monotonic()
             if self.link is not None and not self.link.writable and self._out.qsize() < OUT_HIGH_WATER // 2:
                 self.link.writable = True
                 self.on_writable()
 
     def on_writable(self) -> None:
         pass
+
+    async def _idle_watch(self) -> None:
+        """Close a session with no frame either way for webSocketSessionIdleTimeoutMillis."""
+        if self.idle_timeout_s <= 0:
+            return
+        while True:
+            await self.clock.sleep(min(5.0, max(0.05, self.idle_timeout_s / 4)))
+            if self.clock.monotonic() - self._last_activity >= self.idle_timeout_s:
+                self.close_with(1001, "idle timeout")
+                return
 
     async def _reader(self) -> None:
         while True:
@@ -176,9 +197,13 @@ class Session:
             msg = await self.ws.receive()
             if msg["type"] == "websocket.disconnect":
                 return
+            self._last_activity = self.clock.monotonic()
             text = msg.get("text")
             if text is None and msg.get("bytes") is not None:
                 text = msg["bytes"].decode("utf-8", errors="replace")
+            if text is not None and len(text) > self.max_text_frame:
+                self.close_with(1009, f"text frame of {len(text)} bytes exceeds webSocketMaxTextFrameSize")
+                return
             if text is not None:
                 try:
                     await self.on_text(text)
@@ -206,6 +231,8 @@ async def run_session(ws: WebSocket, session: Session) -> None:
         await deny(ws, http_status_of(err), err.message)
         return
     await ws.accept()
+    session._last_activity = session.clock.monotonic()
+    session.spawn(session._idle_watch())
     writer = asyncio.get_running_loop().create_task(session._writer())
     reader = asyncio.get_running_loop().create_task(session._reader())
     closed = asyncio.get_running_loop().create_task(session._closed_event.wait())
