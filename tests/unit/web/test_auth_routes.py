@@ -230,7 +230,7 @@ def test_websocket_routes_are_authenticated_and_authorized(tmp_path) -> None:
         await websocket.close()
 
     app.router.routes.insert(0, app.router.routes.pop())  # ahead of the real (broker-driven) route
-    ws_rules = [(m, p, r) for m, p, r in route_table(app) if p.startswith("/ws/") and "pingpong" not in p]
+    ws_rules = [(m, p, r) for m, p, r in route_table(app) if p.startswith("/ws/v2/") and "pingpong" not in p]
     assert ws_rules and all(r is not None and r.kind is RuleKind.TOPIC_OP for _, _, r in ws_rules)
     path = "/ws/v2/producer/persistent/t1/ns/tp"
     with TestClient(app) as tc:
