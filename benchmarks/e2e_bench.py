@@ -202,7 +202,8 @@ def median_of(runs: list[dict[str, object]]) -> dict[str, object]:
 def run_standalone(args: argparse.Namespace, sync: bool) -> tuple[dict[str, object], str]:
     with tempfile.TemporaryDirectory(prefix="magnetar-bench-") as tmp:
         conf = Path(tmp) / "standalone.conf"
-        conf.write_text(f"journalSyncData={'true' if sync else 'false'}\n")
+        extra = Path(args.config).read_text() if args.config else ""
+        conf.write_text(f"{extra}\njournalSyncData={'true' if sync else 'false'}\n")
         sa = StandaloneProcess(Path(tmp) / "data", config_file=conf)
         sa.start()
         try:
@@ -244,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         default="false",
         help="the standalone bookie's journalSyncData (default false, the standalone's default)",
     )
+    p.add_argument("--config", default=None, help="standalone config file (e.g. with brokerInterceptors)")
     args = p.parse_args(argv)
 
     reals: dict[str, dict[str, object]] = {}

@@ -39,10 +39,12 @@ import uvicorn
 from magnetar.app.config import StandaloneConfig
 from magnetar.app.config_keys import log_unknown_keys
 from magnetar.app.healthcheck import make_health_check
+from magnetar.app.plugins import PluginError, Plugins
 from magnetar.app.storage import StorageStack, open_standalone_storage
 from magnetar.app.tls import broker_client_credentials, start_tls_listeners
 from magnetar.runtime import Clock, RealClock, Rng
 from magnetar.web.app import create_app
+from magnetar.web.metrics_process import register_bookie_metrics
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +110,14 @@ class Standalone:
         self.broker_port: int = 0
         self.web_port: int = 0
         self.tls: Any = None  # app.tls.TlsListeners when a TLS port is configured
+        self.plugins: Plugins | None = None  # app.plugins: brokerInterceptors, servlets, protocols...
+
+    @staticmethod
+    def _plugin_step(step: Any, *args: Any) -> None:
+        try:
+            step(*args)
+        except PluginError as exc:
+            raise StandaloneError(str(exc)) from exc
 
     # --- state machine -------------------------------------------------------------------------
 
@@ -154,20 +164,34 @@ class Standalone:
         log_unknown_keys(self.config.properties, log)
         if self._storage is None:
             self._storage = await open_standalone_storage(self.config, clock=self.clock, rng=self.rng)
-        broker_config = config_from_properties(self._broker_properties())
+        try:
+            self.plugins = Plugins(self._broker_properties())  # broker.plugins: fails with the reason
+        except PluginError as exc:
+            raise StandaloneError(str(exc)) from exc
+        broker_config = config_from_properties(self.plugins.broker_properties)
         self._http_socket = _bind_tcp(self.config.bind_address, self.config.web_port)
         self.web_port = self._http_socket.getsockname()[1]
 
         svc = BrokerService(
-            broker_config, self._storage.metadata_store, self._storage.ml_factory, self.clock, self.rng
+            broker_config,
+            self._storage.metadata_store,
+            self._storage.ml_factory,
+            self.clock,
+            self.rng,
+            extensions=self.plugins.ext,
         )
         self.broker_service = svc
+        self._plugin_step(self.plugins.initialize_on, svc)
         await svc.serve(self.config.bind_address, self.config.broker_port)
         self.broker_port = svc.broker_port
         svc.set_web_service_port(self.web_port)
         await svc.start()
         await self._start_http(svc)
         assert self._http is not None
+        try:
+            await self.plugins.start_protocol_handlers(svc)
+        except PluginError as exc:
+            raise StandaloneError(str(exc)) from exc
         self.tls = await start_tls_listeners(svc, self._http.config.app, self.config.bind_address)
 
     def _broker_properties(self) -> dict[str, str]:
@@ -190,6 +214,9 @@ class Standalone:
             credentials=broker_client_credentials(self.config.properties),
         )
         app = create_app(svc, health_check=check)
+        register_bookie_metrics(app, self._storage.parts.get("bookie") if self._storage else None)
+        if self.plugins is not None:
+            self._plugin_step(self.plugins.mount, app, svc)
         uv_config = uvicorn.Config(
             app,
             log_level="warning",
@@ -238,6 +265,8 @@ class Standalone:
     async def _shutdown(self) -> None:
         self._move(StandaloneState.STOPPING)
         try:
+            if self.plugins is not None:
+                await _bounded("plugins", self.plugins.aclose(), HTTP_STOP_TIMEOUT_S)
             await self._stop_http()
             if self.tls is not None:
                 await self.tls.aclose()

@@ -64,6 +64,7 @@ from magnetar.bookie.journal_format import (
     parse_journal_file_name,
     scan_records,
 )
+from magnetar.common.latency import LatencyBuckets
 from magnetar.runtime import BlockingExecutor, Clock, TaskSupervisor
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class _Pending:
     future: asyncio.Future[JournalPosition]
     on_durable: Callable[[], None] | None = None
     seq: int = 0
+    enqueued: float = 0.0  # monotonic s, for bookie_journal_JOURNAL_ADD_ENTRY
 
 
 class Journal:
@@ -129,6 +131,8 @@ class Journal:
         self.enqueued_count = 0
         self.synced_count = 0
         self.stats = {"groups": 0, "records": 0, "bytes": 0, "fsyncs": 0}
+        self.add_latency = LatencyBuckets()  # enqueue -> durable, per record
+        self.sync_latency = LatencyBuckets()  # one group's write + fsync
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -279,7 +283,9 @@ class Journal:
             raise TooManyRequestsError("journal queue full")
         fut: asyncio.Future[JournalPosition] = asyncio.get_running_loop().create_future()
         self.enqueued_count += 1
-        self._queue.append(_Pending(record.encode(), fut, on_durable, self.enqueued_count))
+        self._queue.append(
+            _Pending(record.encode(), fut, on_durable, self.enqueued_count, self._clock.monotonic())
+        )
         self._nonempty.set()
         return fut
 
@@ -306,6 +312,7 @@ class Journal:
     async def _write_loop(self) -> None:
         while True:
             batch = await self._take_group()
+            t0 = self._clock.monotonic()
             try:
                 pos = await self._executor.run(self._write_group, [p.data for p in batch])
             except OSError as exc:
@@ -330,6 +337,10 @@ class Journal:
                         p.on_durable()
                     except Exception:  # a bug there must not stop the journal
                         log.exception("journal on_durable callback failed")
+            now = self._clock.monotonic()
+            self.sync_latency.record((now - t0) * 1000)
+            for p in batch:
+                self.add_latency.record((now - p.enqueued) * 1000)
             self.synced_position = pos
             self.synced_count = batch[-1].seq
             for p in batch:

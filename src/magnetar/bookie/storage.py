@@ -83,6 +83,7 @@ from magnetar.bookie.index import (
 from magnetar.bookie.journal import START, Journal, JournalPosition, JournalRecord, RecordType
 from magnetar.bookie.lac import LacWaiters
 from magnetar.bookie.ledger_table import LedgerTable
+from magnetar.common.latency import LatencyBuckets
 from magnetar.runtime import BlockingExecutor, Clock, RealClock, TaskSupervisor
 
 log = logging.getLogger(__name__)
@@ -135,6 +136,7 @@ class LedgerStorage:
         self._bookie_id = bookie_id or config.effective_bookie_id
         self.disk = disk or RealDisk()
         self.clock = clock or RealClock()
+        self.add_latency = LatencyBuckets()
         self.paths = StoragePaths(config.journal_directory, config.ledger_directories[0])
         self._index_factory = index_factory or RocksIndexStore
         self.supervisor = TaskSupervisor(f"bookie-storage:{self.bookie_id}")
@@ -328,6 +330,7 @@ class LedgerStorage:
                 f"entry header says {header.ledger_id}:{header.entry_id}, request says {ledger_id}:{entry_id}",
                 self.bookie_id,
             )
+        t0 = self.clock.monotonic()
         self._check_writable()
         await self._wait_cache_room()
         await self.journal.wait_for_room(2)
@@ -347,6 +350,7 @@ class LedgerStorage:
             self._journal_nowait(record, lambda: self._apply_add(st, ledger_id, entry_id, entry, header.lac))
         )
         await self._await_journal(*waits)
+        self.add_latency.record((self.clock.monotonic() - t0) * 1000)  # bookkeeper_server_ADD_ENTRY_REQUEST
         if self._active.size_bytes >= self.config.write_cache_max_size_bytes // 2:
             self._trigger_checkpoint()
 

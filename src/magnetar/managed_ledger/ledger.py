@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from magnetar.bookkeeper.api import BKError, NoSuchLedgerError, WriteHandle
+from magnetar.common.latency import LatencyBuckets
 from magnetar.managed_ledger import trimmer
 from magnetar.managed_ledger.api import (
     CursorNotFoundError,
@@ -80,6 +81,9 @@ class ManagedLedgerImpl(LedgerWriter):
         self._waiters: list[asyncio.Future[None]] = []
         self._ledger_created_mono = 0.0
         self.entries_added = 0
+        # pulsar_storage_write_latency (the whole add) and _ledger_write_latency (BookKeeper part)
+        self.add_latency = LatencyBuckets()
+        self.ledger_add_latency = LatencyBuckets()
         self.bytes_added = 0
         self.add_errors = 0
         self.messages_added = 0

@@ -96,6 +96,7 @@ class LedgerWriter:
             self._issued_bytes += len(data)
             self._inflight += 1
             self._drained.clear()
+            t0 = self.ctx.clock.monotonic()
             try:
                 entry_id = await handle.add_entry(data)
             except BKError as e:
@@ -106,8 +107,14 @@ class LedgerWriter:
                     self._drained.set()
                 if self._queue:
                     self._pump()
+            ms = (self.ctx.clock.monotonic() - t0) * 1000
+            self.ledger_add_latency.record(ms)
+            self.add_latency.record(ms)
             return self._add_done(handle.ledger_id, entry_id, data, num_messages)
-        return await self._add_slow(data, num_messages)
+        t0 = self.ctx.clock.monotonic()
+        pos = await self._add_slow(data, num_messages)
+        self.add_latency.record((self.ctx.clock.monotonic() - t0) * 1000)
+        return pos
 
     async def _add_slow(self, data: bytes, num_messages: int) -> Position:
         self._check_writable()
@@ -185,6 +192,7 @@ class LedgerWriter:
         self._issued_bytes += len(op.data)
         self._inflight += 1
         self._drained.clear()
+        t0 = self.ctx.clock.monotonic()
         try:
             entry_id = await handle.add_entry(op.data)
         except BKError as e:
@@ -197,6 +205,7 @@ class LedgerWriter:
                 self._drained.set()
             if self._queue:
                 self._pump()
+        self.ledger_add_latency.record((self.ctx.clock.monotonic() - t0) * 1000)
         pos = self._add_done(handle.ledger_id, entry_id, op.data, op.num_messages)
         if not op.future.done():
             op.future.set_result(pos)

@@ -30,11 +30,13 @@ from magnetar.web import (
     topic_admin,
     topic_policies,
     topics,
+    websocket,
 )
 from magnetar.web import console as web_console
 from magnetar.web.auth import install_auth
 from magnetar.web.errors import install_error_handlers
 from magnetar.web.paths import validate_path_names
+from magnetar.web.plugins import install_web_interceptor
 
 # Order matters: the topic routes start with a ``{domain}`` segment, so every literal
 # prefix (clusters, tenants, namespaces, schemas, brokers) is registered first.
@@ -50,6 +52,7 @@ ROUTERS = (
     topic_policies.router,
     topic_admin.router,
     web_console.router,  # /console: the built-in web console (web/console/)
+    websocket.router,
 )
 
 
@@ -81,6 +84,7 @@ def create_app(
     app.state.health_check = health_check
     install_error_handlers(app)
     install_auth(app)  # authentication + per-route authorization (web/auth.py)
+    install_web_interceptor(app, broker_service)  # only when brokerInterceptors is set (web/plugins.py)
     metrics.install_metrics(app, broker_service)
     for router in ROUTERS:
         app.include_router(router)

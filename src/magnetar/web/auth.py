@@ -48,12 +48,14 @@ composition root sets ``app.state.tls_peer_lookup(client) -> cert | None``.
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs
 
 from fastapi import FastAPI
 from starlette.routing import BaseRoute, Match
@@ -188,6 +190,8 @@ RULES: tuple[tuple[frozenset[str] | None, re.Pattern[str], Rule], ...] = tuple(
         ("POST", _TP + r"/permissions/\{role\}", _topic(_T.GRANT_PERMISSION)),
         ("DELETE", _TP + r"/permissions/\{role\}", _topic(_T.REVOKE_PERMISSION)),
         # ---- WebSocket API (Pulsar's /ws/v2 paths)
+        (WEBSOCKET, r"/ws(/v2)?/pingpong", AUTHENTICATED),
+        (WEBSOCKET, r"/ws/v3/consumer/\{subscription\}", AUTHENTICATED),  # per-topic check in the session
         (WEBSOCKET, r"/ws/v2/producer/\{domain\}/\{tenant\}/\{namespace\}/\{topic\}", _topic(_T.PRODUCE)),
         (WEBSOCKET, r"/ws/v2/(consumer|reader)/\{domain\}/\{tenant\}/\{namespace\}/\{topic\}(/\{subscription\})?", _topic(_T.CONSUME)),
         # ---- topic policies (one literal segment after the topic)
@@ -265,8 +269,8 @@ class AuthMiddleware:
         try:
             role = await self._check(scope, authn, authz)
         except _Denied as exc:
-            if scope["type"] == "websocket":  # refused before accept: the server answers 403
-                await send({"type": "websocket.close", "code": 1008, "reason": exc.message[:120]})
+            if scope["type"] == "websocket":  # refused before accept: an HTTP status, as Pulsar's
+                await _deny_websocket(scope, send, exc)
             else:
                 await reason(exc.status, exc.message)(scope, receive, send)
             return
@@ -302,6 +306,12 @@ class AuthMiddleware:
         found = self._match(scope)
         method = scope.get("method", WEBSOCKET)
         rule = self._rule(method, found[0]) if found is not None else None
+        if (
+            rule is None
+            and found is not None
+            and found[0] in getattr(self.fastapi_app.state, "servlet_paths", ())
+        ):
+            rule = AUTHENTICATED  # an additional servlet (web.plugins): any authenticated role
         if rule is PUBLIC and found is not None and found[0].startswith("/metrics"):
             if _metrics_authenticated(self.fastapi_app):
                 rule = AUTHENTICATED  # authenticateMetricsEndpoint=true
@@ -327,6 +337,10 @@ class AuthMiddleware:
 
     async def _authenticate(self, scope: Scope, authn: Any) -> str | None:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers") or ()}
+        if scope["type"] == "websocket" and not any(k.lower() == "authorization" for k in headers):
+            token = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
+            if token:  # Pulsar's WebSocket API: ?token=<jwt> for browsers that cannot set headers
+                headers["authorization"] = f"Bearer {token[0]}"
         peer = None
         lookup: Callable[[Any], Any] | None = getattr(self.fastapi_app.state, "tls_peer_lookup", None)
         if lookup is not None and scope.get("client"):
@@ -372,6 +386,16 @@ async def _apply(rule: Rule, method: str, role: str | None, p: dict[str, Any], a
         await ops.check_topic_operation(role, topic, rule.operation, p.get("subscription"))
     else:  # pragma: no cover - every kind is handled above
         raise AuthorizationError(f"unhandled rule {rule}")
+
+
+async def _deny_websocket(scope: Scope, send: Send, exc: _Denied) -> None:
+    if "websocket.http.response" in (scope.get("extensions") or {}):
+        body = json.dumps({"reason": exc.message}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "websocket.http.response.start", "status": exc.status, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body})
+    else:
+        await send({"type": "websocket.close", "code": 1008, "reason": exc.message[:120]})
 
 
 def _metrics_authenticated(app: FastAPI) -> bool:

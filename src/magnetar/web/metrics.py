@@ -5,8 +5,10 @@ registry -- two brokers in one test process must not share counters).  What is
 exported is only what is actually measured: HTTP requests served (counted by a
 middleware, by method and status class) and, at scrape time, every numeric
 value of the broker service's ``statistics()`` as a gauge named
-``magnetar_broker_<key>``.  Pulsar's own metric names (``pulsar_in_messages_total``
-and friends) arrive with the stats work of the admin issue.
+``magnetar_broker_<key>``.  Pulsar's own metric names and labels come from
+``metrics_pulsar`` (topics, subscriptions, broker, managed ledger, lookups,
+connections, authentication) and ``metrics_process`` (process_*, event-loop
+lag, the standalone's bookie).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from magnetar.web.metrics_process import install_process_metrics
+from magnetar.web.metrics_pulsar import PulsarBrokerCollector
 
 router = APIRouter(tags=["metrics"])
 
@@ -68,6 +73,8 @@ def install_metrics(app: FastAPI, broker_service: Any) -> CollectorRegistry:
         registry=registry,
     )
     registry.register(BrokerStatsCollector(broker_service))
+    registry.register(PulsarBrokerCollector(broker_service))  # Pulsar's names (metrics_pulsar.py)
+    install_process_metrics(registry, broker_service)
     app.state.metrics_registry = registry
 
     @app.middleware("http")

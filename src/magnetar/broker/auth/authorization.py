@@ -73,6 +73,9 @@ class AuthorizationService:
     def __init__(self, config: AuthConfig, store: MetadataStore) -> None:
         self.config = config
         self._store = store
+        # A plugin AuthorizationProvider (``authorizationProvider``, broker.plugins) decides
+        # produce/consume instead of the namespace/topic grants; super-users still pass first.
+        self.provider: Any = None
 
     @property
     def enabled(self) -> bool:
@@ -98,6 +101,9 @@ class AuthorizationService:
     async def can_produce(
         self, role: str | None, topic: str | TopicName, original_role: str | None = None
     ) -> bool:
+        p = self.provider
+        if p is not None:
+            return await self._each_role(role, original_role, lambda r: p.can_produce(r, str(topic)))
         return await self._each_role(role, original_role, lambda r: self._topic_action(r, topic, "produce"))
 
     async def can_consume(
@@ -107,6 +113,9 @@ class AuthorizationService:
         subscription: str | None = None,
         original_role: str | None = None,
     ) -> bool:
+        p = self.provider
+        if p is not None:
+            return await self._each_role(role, original_role, lambda r: p.can_consume(r, str(topic), subscription))
         return await self._each_role(role, original_role, lambda r: self._consume(r, topic, subscription))
 
     async def can_lookup(

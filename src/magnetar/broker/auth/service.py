@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,7 +48,7 @@ from magnetar.broker.auth.providers import (
 )
 from magnetar.broker.auth.tls import PeerCert
 from magnetar.broker.auth.token import TokenProvider
-from magnetar.broker.errors import TooManyRequestsError
+from magnetar.broker.errors import BrokerError, TooManyRequestsError
 from magnetar.runtime.clock import Clock
 from magnetar.runtime.offload import BlockingExecutor
 
@@ -85,6 +86,7 @@ class AuthenticationService:
             )
         self.config = config
         self._providers = dict(providers)
+        self.outcomes: Counter[tuple[str, str, str]] = Counter()  # (success|failure, method, reason)
         self._own_executor = executor is None
         self._executor = executor or BlockingExecutor("auth", max_threads=2)
         self._max_blocking_in_flight = max_blocking_in_flight
@@ -92,9 +94,16 @@ class AuthenticationService:
 
     @classmethod
     def from_config(
-        cls, config: AuthConfig, clock: Clock, executor: BlockingExecutor | None = None
+        cls,
+        config: AuthConfig,
+        clock: Clock,
+        executor: BlockingExecutor | None = None,
+        extra_providers: Mapping[str, AuthenticationProvider] | None = None,
     ) -> AuthenticationService:
+        """``extra_providers``: plugin providers by method name (broker.plugins)."""
         providers = build_providers(config, clock) if config.authentication_enabled else {}
+        if config.authentication_enabled and extra_providers:
+            providers.update(extra_providers)
         return cls(config, providers, executor=executor)
 
     @property
@@ -112,6 +121,24 @@ class AuthenticationService:
         self, method_name: str | None, auth_data: bytes, tls_peer_cert: PeerCert | None = None
     ) -> AuthResult:
         """CONNECT / AUTH_RESPONSE: the role for this method and data, or AuthenticationError."""
+        return await self._counted(method_name, self._authenticate(method_name, auth_data, tls_peer_cert))
+
+    async def _counted(self, method: str | None, attempt: Any) -> AuthResult:
+        """Count outcomes for pulsar_authentication_{success,failures}_total (by method, reason)."""
+        try:
+            result = await attempt
+        except BrokerError as exc:
+            self.outcomes[
+                ("failure", (method or NO_AUTH_METHOD)[:MAX_METHOD_NAME_CHARS], type(exc).__name__)
+            ] += 1
+            raise
+        if self.enabled:
+            self.outcomes[("success", result.method, "")] += 1
+        return result
+
+    async def _authenticate(
+        self, method_name: str | None, auth_data: bytes, tls_peer_cert: PeerCert | None = None
+    ) -> AuthResult:
         method = method_name or NO_AUTH_METHOD
         if not self.enabled:
             return AuthResult(role=None, method=method)
@@ -125,6 +152,12 @@ class AuthenticationService:
         self, headers: Mapping[str, str], tls_peer_cert: PeerCert | None = None
     ) -> AuthResult:
         """An HTTP request: Authorization header (Bearer / Basic) or the TLS client certificate."""
+        scheme = next((v for k, v in headers.items() if k.lower() == "authorization"), "").partition(" ")[0]
+        return await self._counted(scheme.lower() or None, self._authenticate_http(headers, tls_peer_cert))
+
+    async def _authenticate_http(
+        self, headers: Mapping[str, str], tls_peer_cert: PeerCert | None = None
+    ) -> AuthResult:
         if not self.enabled:
             return AuthResult(role=None, method=NO_AUTH_METHOD)
         lower = {k.lower(): v for k, v in headers.items()}

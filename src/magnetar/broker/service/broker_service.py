@@ -22,13 +22,16 @@ then closes every topic and with it the managed ledgers.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
+from typing import Any
 
 from magnetar.broker import errors
 from magnetar.broker.auth import AuthConfig, AuthorizationService
 from magnetar.broker.auth.service import AuthenticationService
 from magnetar.broker.auth.tls import server_ssl_context_from_config
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.interceptors import InterceptorChain
 from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
 from magnetar.broker.service.admin import TopicAdmin
@@ -56,8 +59,12 @@ class BrokerService(TopicAdmin):
         ml_factory: ManagedLedgerFactory,
         clock: Clock,
         rng: Rng,
+        extensions: Any = None,
     ) -> None:
+        """``extensions``: broker.plugins.BrokerExtensions (interceptors, auth plugins) or None."""
         self.config = config
+        # None unless brokerInterceptors is set: each hook site tests this and calls nothing.
+        self.interceptor: InterceptorChain | None = getattr(extensions, "interceptor", None)
         self.metadata_store = metadata_store
         self.ml_factory = ml_factory
         self.clock = clock
@@ -65,14 +72,20 @@ class BrokerService(TopicAdmin):
         self.supervisor = TaskSupervisor("broker")
         self.resources = BrokerResources(metadata_store)
         self.auth_config = AuthConfig.from_properties(config.as_properties())
-        self.authentication = AuthenticationService.from_config(self.auth_config, clock)
+        self.authentication = AuthenticationService.from_config(
+            self.auth_config, clock, extra_providers=getattr(extensions, "authentication_providers", None)
+        )
         self.authorization = AuthorizationService(self.auth_config, metadata_store)
+        self.authorization.provider = getattr(extensions, "authorization_provider", None)
         self.schemas = SchemaRegistry(
             metadata_store, clock, SchemaRegistryConfig.from_properties(config.as_properties())
         )
         self.topics = TopicRegistry(self)
         self.compaction = BrokerCompaction(self)
         self.connections: set[Connection] = set()
+        # Cumulative counts for /metrics: connections_created/closed, lookup_answers/failures,
+        # lookup_latency_ms (sum); one dict, plain integer adds.
+        self.counters: collections.Counter[str] = collections.Counter()
         self.broker_port = config.broker_service_port
         self.web_port = config.web_service_port
         self._server: asyncio.Server | None = None
@@ -169,9 +182,16 @@ class BrokerService(TopicAdmin):
             return
         cnx = Connection(self, reader, writer)
         self.connections.add(cnx)
+        self.counters["connections_created"] += 1
+        if self.interceptor is not None:
+            self.interceptor.on_connection_created(cnx)
         await cnx.run()
 
     def connection_closed(self, cnx: Connection) -> None:
+        if cnx in self.connections:
+            self.counters["connections_closed"] += 1
+            if self.interceptor is not None:
+                self.interceptor.on_connection_closed(cnx)
         self.connections.discard(cnx)
 
     async def aclose(self) -> None:
@@ -238,6 +258,17 @@ class BrokerService(TopicAdmin):
             raise errors.NamespaceNotFoundError("Namespace does not exist")
 
     async def lookup(self, topic: str) -> dict:
+        t0 = self.clock.monotonic()
+        try:
+            answer = await self._lookup(topic)
+        except Exception:
+            self.counters["lookup_failures"] += 1
+            raise
+        self.counters["lookup_answers"] += 1
+        self.counters["lookup_latency_ms"] += (self.clock.monotonic() - t0) * 1000
+        return answer
+
+    async def _lookup(self, topic: str) -> dict:
         ref = parse_topic(topic)
         await self.require_namespace(ref.namespace)
         url = self.broker_service_url()

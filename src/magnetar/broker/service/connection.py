@@ -157,6 +157,9 @@ class Connection:
         redelivery_count: int,
         ack_set: list[int] | None,
     ) -> None:
+        ic = self.service.interceptor
+        if ic is not None:
+            ic.on_message_dispatch(self.consumers.get(consumer_id), pos.ledger_id, pos.entry_id, data)
         head = cmds.message_command_bytes(
             consumer_id, pos.ledger_id, pos.entry_id, partition, redelivery_count, ack_set or None
         )
@@ -335,6 +338,15 @@ class Connection:
             self._flush()
             self.writer.close()
             return
+        ic = self.service.interceptor
+        if ic is not None:  # broker.interceptors: may refuse the command with a BrokerError
+            try:
+                ic.on_pulsar_command(frame.type.name, frame.command, self)
+            except errors.BrokerError as exc:
+                answer = handlers.error_answer(frame, exc)
+                if answer is not None:
+                    self.write(answer)
+                return
         if handlers.is_sync(frame.type):
             handler(self, frame)
             return

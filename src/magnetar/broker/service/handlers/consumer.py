@@ -145,6 +145,10 @@ async def handle_ack(cnx: Connection, frame: Any) -> None:
             raise errors.ConsumerNotFoundError(f"Consumer {cmd.consumer_id} not found")
         return
     sub = consumer.subscription
+    ic = cnx.service.interceptor
+    if ic is not None:
+        positions = [(_pos(m).ledger_id, _pos(m).entry_id) for m in cmd.message_id]
+        ic.on_message_ack(consumer, positions, cmd.ack_type == 1)
     if cmd.ack_type == 1:  # Cumulative
         if cmd.message_id:
             mid = cmd.message_id[-1]

@@ -127,6 +127,9 @@ def handle_send(cnx: Connection, frame: Any) -> None:
     if refused is not None:
         producer.reject(cmd.sequence_id, highest, refused)
         return
+    ic = cnx.service.interceptor
+    if ic is not None:
+        ic.on_message_publish(producer, data)
     producer.publish(cmd.sequence_id, highest, max(1, n), is_batch, data)
     throttle_publish(producer.topic, cnx, max(1, n), len(data))  # publish rate (broker.admin.admission)
 

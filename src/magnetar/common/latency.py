@@ -1,0 +1,63 @@
+"""Fixed-bucket latency recorders for metrics (no I/O, no clock: callers pass milliseconds).
+
+Theory of operation: Pulsar reports storage latencies in fixed millisecond
+buckets -- ``pulsar_storage_write_latency_le_0_5 .. _le_1000`` plus
+``_overflow``, ``_count`` and ``_sum`` -- where each bucket counts only its own
+range (not cumulative, unlike a Prometheus histogram).  :class:`LatencyBuckets`
+keeps exactly that: a list of counts, one per bound plus overflow, a count
+and a sum.  Recording is a short scan over nine bounds (cheap enough for
+every add on the hot path); reading is a snapshot.  Counters only grow, so a
+scraper computes rates from differences; :meth:`merge` sums recorders for
+namespace- or broker-level totals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# Pulsar's bucket bounds (ms) for pulsar_storage_write_latency_* and the ML add latency.
+WRITE_LATENCY_BOUNDS_MS: tuple[float, ...] = (0.5, 1, 5, 10, 20, 50, 100, 200, 1000)
+# Their suffixes in metric names: le_0_5, le_1, ... ; then "overflow".
+WRITE_LATENCY_SUFFIXES: tuple[str, ...] = tuple(
+    "le_" + f"{b:g}".replace(".", "_") for b in WRITE_LATENCY_BOUNDS_MS
+)
+
+
+@dataclass(slots=True)
+class LatencyBuckets:
+    bounds: tuple[float, ...] = WRITE_LATENCY_BOUNDS_MS
+    counts: list[int] = field(default_factory=list)  # len(bounds) + 1 (overflow last)
+    count: int = 0
+    sum_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = [0] * (len(self.bounds) + 1)
+
+    def record(self, ms: float) -> None:
+        self.count += 1
+        self.sum_ms += ms
+        i = 0
+        bounds = self.bounds
+        n = len(bounds)
+        while i < n and ms > bounds[i]:
+            i += 1
+        self.counts[i] += 1
+
+    def merge(self, others: Iterable[LatencyBuckets]) -> LatencyBuckets:
+        for o in others:
+            self.count += o.count
+            self.sum_ms += o.sum_ms
+            for i, c in enumerate(o.counts):
+                self.counts[i] += c
+        return self
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """(upper bound, cumulative count) pairs ending with (+inf, count): a Prometheus histogram."""
+        out = []
+        total = 0
+        for bound, c in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            total += c
+            out.append((bound, total))
+        return out
