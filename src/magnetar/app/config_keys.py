@@ -46,6 +46,12 @@ BROKER_SERVICE_KEYS = frozenset(
         "forceDeleteNamespaceAllowed",
         "brokerClientAuthenticationPlugin",
         "brokerClientAuthenticationParameters",
+        # web: /metrics and the WebSocket API
+        "exposeTopicLevelMetricsInPrometheus",
+        "exposeConsumerLevelMetricsInPrometheus",
+        "webSocketServiceEnabled",
+        "webSocketSessionIdleTimeoutMillis",
+        "webSocketMaxTextFrameSize",
     }
 )
 
@@ -60,6 +66,7 @@ def known_keys() -> frozenset[str]:
     from magnetar.bookkeeper.config import KNOWN_KEYS as CLIENT_KEYS
     from magnetar.broker.auth.config import KNOWN_KEYS as AUTH_KEYS
     from magnetar.broker.config import BrokerConfig
+    from magnetar.broker.plugins import GROUPS as PLUGIN_KEYS
     from magnetar.broker.schema.policies import KNOWN_KEYS as SCHEMA_KEYS
 
     broker = {f.metadata["key"] for f in dataclasses.fields(BrokerConfig) if f.metadata.get("key")}
@@ -69,6 +76,7 @@ def known_keys() -> frozenset[str]:
         | set(SCHEMA_KEYS)
         | set(BK_KEYS.values())
         | set(CLIENT_KEYS)
+        | set(PLUGIN_KEYS)
         | set(STANDALONE_DEFAULTS)
         | BROKER_SERVICE_KEYS
         | ASSEMBLY_KEYS
