@@ -210,7 +210,11 @@ class Connection:
 
     def producer_ready(self, producer: Producer, request_id: int) -> None:
         """A producer queued for exclusive access got it: the second PRODUCER_SUCCESS."""
-        self.write(cmds.producer_success(request_id, producer.producer_name, -1, producer_ready=True))
+        self.write(
+            cmds.producer_success(
+                request_id, producer.producer_name, -1, topic_epoch=producer.topic_epoch, producer_ready=True
+            )
+        )
 
     def broker_closed_consumer(self, consumer: Consumer) -> None:
         if self.consumers.get(consumer.consumer_id) is consumer:
