@@ -258,6 +258,13 @@ class PolicyEnforcer:
         limits = {name: self._policies.resolve(BY_NAME[name], *docs) for name in ADMISSION_POLICIES}
         limits["topicPolicies"] = docs[0] or None
         topic.policy_limits = limits
+        if not topic.ref.persistent:
+            # A non-persistent topic has no ledger, cursors or backlog: of the policies only the
+            # admission limits (producers, consumers, rates, sizes) and subscription expiry apply.
+            await self._expire_subscriptions(
+                topic, self._policies.resolve(BY_NAME["subscriptionExpirationTime"], *docs)
+            )
+            return
         await self._apply_storage(topic, docs)
         await self._apply_backlog_quota(topic, docs)
         snapshot_s = self._policies.resolve(BY_NAME["deduplicationSnapshotInterval"], *docs)
