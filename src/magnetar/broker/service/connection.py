@@ -287,7 +287,11 @@ class Connection:
                 elif isinstance(event, ConnectRequested):
                     self.client_version = event.client_version
                     await self.security.on_connect(event)
-                    self.write(self.proto.accept_connect())
+                    self.write(
+                        self.proto.accept_connect(
+                            supports_topic_watchers=self.service.topic_list_watchers.enabled
+                        )
+                    )
                     if self.service.authentication.enabled:
                         self._refresh = self.service.supervisor.spawn(
                             self._refresh_loop(), name="auth-refresh"
@@ -415,6 +419,7 @@ class Connection:
             except Exception:
                 log.debug("removing consumer failed", exc_info=True)
         self.consumers.clear()
+        self.service.topic_list_watchers.forget_connection(self)
         try:
             self._flush()
             self.writer.close()
