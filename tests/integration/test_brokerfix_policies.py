@@ -45,3 +45,84 @@ def test_topic_policies_apply_to_a_non_persistent_topic(standalone, http: httpx.
     assert "set_config" not in log
     p1.close()
     consumer.close()
+
+
+# ---------------------------------------------------------------------------------- stats
+def _stats(http: httpx.Client, name: str) -> dict:
+    r = http.get(f"{V2}/persistent/public/default/{name}/stats")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_backlog_size_counts_unacknowledged_bytes_exactly(http: httpx.Client, client) -> None:
+    """Ten entries of different, known payload sizes; acks leave holes: backlogSize is the
+    bytes of exactly the entries still unacknowledged."""
+    name = _name("backlog-size")
+    topic = f"persistent://public/default/{name}"
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=20)
+    producer = client.create_producer(topic, batching_enabled=False)
+    payloads = [bytes([65 + i]) * (200 * (i + 1)) for i in range(10)]  # 200..2000 bytes
+    for p in payloads:
+        producer.send(p)
+    stats = _stats(http, name)
+    storage = stats["storageSize"]
+    overhead = (storage - sum(map(len, payloads))) / 10  # the same metadata bytes per entry
+    assert overhead == int(overhead) and 0 < overhead < 200
+    entry = [int(overhead) + len(p) for p in payloads]
+    assert stats["subscriptions"]["s"]["backlogSize"] == sum(entry) == storage
+    assert stats["backlogSize"] == sum(entry)
+    msgs = [consumer.receive(timeout_millis=5000) for _ in range(10)]
+    assert [m.data() for m in msgs] == payloads
+    for i in (2, 6):  # holes: the 3rd and 7th entries
+        consumer.acknowledge(msgs[i])
+    expected = sum(entry) - entry[2] - entry[6]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _stats(http, name)["subscriptions"]["s"]["backlogSize"] != expected:
+        time.sleep(0.1)
+    stats = _stats(http, name)
+    assert stats["subscriptions"]["s"]["backlogSize"] == expected
+    assert stats["subscriptions"]["s"]["msgBacklog"] == 8
+    for i in (0, 1):  # mark-delete moves past 0..2
+        consumer.acknowledge(msgs[i])
+    expected = sum(entry[3:]) - entry[6]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _stats(http, name)["subscriptions"]["s"]["backlogSize"] != expected:
+        time.sleep(0.1)
+    stats = _stats(http, name)
+    assert stats["subscriptions"]["s"]["backlogSize"] == expected
+    assert stats["backlogSize"] == expected
+    consumer.close()
+    producer.close()
+
+
+def test_ttl_expiry_counts_expired_messages(http: httpx.Client, client) -> None:
+    name = _name("expired")
+    topic = f"persistent://public/default/{name}"
+    client.subscribe(topic, "ttl").close()  # a durable subscription with no consumer
+    client.subscribe(topic, "manual").close()
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=50)
+    for i in range(4):
+        producer.send(b"single-%d" % i)  # each flushed alone: 4 entries
+    for i in range(3):
+        producer.send_async(b"batched-%d" % i, None)
+    producer.flush()  # one batch entry of 3 messages
+    subs = _stats(http, name)["subscriptions"]
+    assert subs["ttl"]["totalMsgExpired"] == 0 and subs["ttl"]["msgBacklog"] == 5
+    time.sleep(1.2)
+    r = http.post(f"{V2}/persistent/public/default/{name}/messageTTL?messageTTL=1")
+    assert r.status_code == 204, r.text
+    seen_rate = 0.0
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline:
+        ttl = _stats(http, name)["subscriptions"]["ttl"]
+        seen_rate = max(seen_rate, ttl["msgRateExpired"])
+        if ttl["totalMsgExpired"] == 7 and seen_rate > 0:
+            break
+        time.sleep(0.1)
+    assert ttl["totalMsgExpired"] == 7, ttl  # 4 single messages + a batch of 3
+    assert ttl["msgBacklog"] == 0 and ttl["lastExpireTimestamp"] > 0
+    assert seen_rate > 0  # sampled every statsUpdateFrequencyInSecs (1 s here)
+    # the admin expire-messages call counts too (the TTL pass has taken this one as well)
+    manual = _stats(http, name)["subscriptions"]["manual"]
+    assert manual["totalMsgExpired"] == 7
+    producer.close()

@@ -224,6 +224,9 @@ class ManagedCursor(Protocol):
     def estimated_backlog_size_bytes(self) -> int:
         """Bytes of the entries after mark-delete (Pulsar's backlogSize estimate)."""
 
+    def backlog_size_bytes(self) -> int:
+        """Bytes of the unacknowledged entries, ack holes subtracted (admin ``backlogSize``)."""
+
     def number_of_messages_in_backlog(self) -> int:
         """Unacked messages, using the batch sizes given to ``add_entry(num_messages=)``
         (one per entry where unknown) minus acked indexes of partly acked batches."""

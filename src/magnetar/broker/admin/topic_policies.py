@@ -252,6 +252,7 @@ class PolicyEnforcer:
     async def _apply(self, topic: Any) -> None:
         from magnetar.broker.admin.policies import BY_NAME
         from magnetar.broker.admin.topic_ops import publish_time_of
+        from magnetar.broker.service.rates import expire_counted
 
         docs = await self._policies.documents(topic.ref)
         ttl = self._policies.resolve(BY_NAME["messageTTL"], *docs)
@@ -276,7 +277,9 @@ class PolicyEnforcer:
         if ttl and ttl > 0:
             for name, cursor in list(topic.ml.cursors.items()):
                 try:
-                    if await cursor.expire_messages(int(ttl) * 1000, publish_time_of):
+                    if await expire_counted(
+                        topic, name, cursor, int(ttl) * 1000, publish_time_of, self._svc.clock.time_ms()
+                    ):
                         sub = topic.subscriptions.get(name)
                         if sub is not None and sub.dispatcher is not None:
                             sub.dispatcher.notify()
