@@ -126,3 +126,65 @@ def test_ttl_expiry_counts_expired_messages(http: httpx.Client, client) -> None:
     manual = _stats(http, name)["subscriptions"]["manual"]
     assert manual["totalMsgExpired"] == 7
     producer.close()
+
+
+# ---------------------------------------------------------------------------------- backlog quota: time
+def _age_quota(http: httpx.Client, name: str, seconds: int, policy: str) -> None:
+    r = http.post(
+        f"{V2}/persistent/public/default/{name}/backlogQuota",
+        params={"backlogQuotaType": "message_age"},
+        json={"limitTime": seconds, "policy": policy},
+    )
+    assert r.status_code == 204, r.text
+
+
+def test_message_age_quota_producer_exception(http: httpx.Client, client) -> None:
+    """The oldest unacknowledged message older than limitTime blocks producers (exception);
+    acknowledging it lets them in again."""
+    name = _name("age-exc")
+    topic = f"persistent://public/default/{name}"
+    consumer = client.subscribe(topic, "slow", receiver_queue_size=5)
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"old")
+    _age_quota(http, name, 2, "producer_exception")
+    time.sleep(0.8)
+    client.create_producer(topic).close()  # younger than 2 s: admitted
+    time.sleep(2.0)  # now older than the limit; the enforcer runs every 200 ms
+    with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
+        client.create_producer(topic)
+    with pytest.raises(pulsar.PulsarException):
+        producer.send(b"refused")  # the connected producer was disconnected and refused
+    assert _stats(http, name)["oldestBacklogMessageAgeSeconds"] >= 2
+    consumer.acknowledge(consumer.receive(timeout_millis=5000))
+    deadline = time.monotonic() + 5
+    admitted = None
+    while admitted is None and time.monotonic() < deadline:
+        try:
+            admitted = client.create_producer(topic)
+        except pulsar.ProducerBlockedQuotaExceededException:
+            time.sleep(0.2)
+    assert admitted is not None, "producers stay blocked after the backlog was acknowledged"
+    admitted.send(b"new")
+    admitted.close()
+    consumer.close()
+
+
+def test_message_age_quota_consumer_backlog_eviction(http: httpx.Client, client) -> None:
+    name = _name("age-evict")
+    topic = f"persistent://public/default/{name}"
+    client.subscribe(topic, "slow").close()
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(3):
+        producer.send(b"old-%d" % i)
+    _age_quota(http, name, 3, "consumer_backlog_eviction")
+    time.sleep(3.3)
+    producer.send(b"young")  # 3 s to live: the pass (every 200 ms) evicts only the old three
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _stats(http, name)["subscriptions"]["slow"]["msgBacklog"] != 1:
+        time.sleep(0.1)
+    assert _stats(http, name)["subscriptions"]["slow"]["msgBacklog"] == 1  # the old three evicted
+    consumer = client.subscribe(topic, "slow")
+    assert consumer.receive(timeout_millis=5000).data() == b"young"
+    producer.send(b"still-allowed")  # eviction does not block producers
+    consumer.close()
+    producer.close()

@@ -317,8 +317,15 @@ class PolicyEnforcer:
         await topic.ml.trim_consumed_ledgers()
 
     async def _apply_backlog_quota(self, topic: Any, docs: tuple[dict, dict]) -> None:
-        """``destination_storage`` quota: remember it for producer admission; evict when asked."""
+        """``destination_storage`` quota: remember it for producer admission; evict when asked.
+        ``message_age`` (time limit): :mod:`.backlog_age`."""
+        from magnetar.broker.admin.backlog_age import apply_message_age_quota
+        from magnetar.broker.admin.topic_ops import publish_time_of
+
         quotas = docs[0].get("backLogQuotaMap") or docs[1].get("backlog_quota_map") or {}
+        await apply_message_age_quota(
+            topic, quotas.get("message_age"), self._svc.clock.time_ms(), publish_time_of
+        )
         quota = quotas.get("destination_storage")
         topic.policy_limits["backlogQuota"] = quota
         if not quota:

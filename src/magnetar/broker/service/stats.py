@@ -79,7 +79,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         "lastOffloadLedgerId": 0,
         "lastOffloadSuccessTimeStamp": 0,
         "lastOffloadFailureTimeStamp": 0,
-        "oldestBacklogMessageAgeSeconds": -1,
+        "oldestBacklogMessageAgeSeconds": getattr(topic, "oldest_backlog_age_s", -1),
         "publishRateLimitedTimes": getattr(topic, "publish_rate_limited_times", 0),
         "publishers": [p.to_stats() for p in topic.producers.values()],
         "waitingPublishers": 0,
