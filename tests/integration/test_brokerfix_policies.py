@@ -188,3 +188,31 @@ def test_message_age_quota_consumer_backlog_eviction(http: httpx.Client, client)
     producer.send(b"still-allowed")  # eviction does not block producers
     consumer.close()
     producer.close()
+
+
+# ---------------------------------------------------------------------------------- maxTopicsPerNamespace
+def test_max_topics_per_namespace(http: httpx.Client, client) -> None:
+    ns = f"public/{_name('maxtopics')}"
+    assert http.put(f"{V2}/namespaces/{ns}", json={}).status_code == 204
+    r = http.post(f"{V2}/namespaces/{ns}/maxTopicsPerNamespace", json=4)
+    assert r.status_code == 204, r.text
+    client.create_producer(f"persistent://{ns}/a").close()  # 1
+    r = http.put(f"{V2}/persistent/{ns}/parted/partitions", json=2)  # 3 (partitions count one each)
+    assert r.status_code == 204, r.text
+    client.create_producer(f"non-persistent://{ns}/np").close()  # 4
+    with pytest.raises(pulsar.NotAllowedError):  # the client sees the refusal, no retry loop
+        client.create_producer(f"persistent://{ns}/b")
+    with pytest.raises(pulsar.NotAllowedError):
+        client.subscribe(f"persistent://{ns}/c", "s")
+    r = http.put(f"{V2}/persistent/{ns}/d")
+    assert r.status_code == 412 and "Exceed maximum number of topics" in r.text, r.text
+    r = http.put(f"{V2}/persistent/{ns}/parted2/partitions", json=1)
+    assert r.status_code == 412, r.text
+    # existing topics and partitions keep working
+    p = client.create_producer(f"persistent://{ns}/parted")
+    p.send(b"to a partition")
+    p.close()
+    client.create_producer(f"persistent://{ns}/a").close()
+    # raising the limit lets creation through again
+    assert http.post(f"{V2}/namespaces/{ns}/maxTopicsPerNamespace", json=5).status_code == 204
+    client.create_producer(f"persistent://{ns}/b").close()

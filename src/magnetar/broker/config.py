@@ -63,6 +63,7 @@ class BrokerConfig:
         "enableBrokerSideSubscriptionPatternEvaluation", True
     )
     subscription_pattern_max_length: int = _k("subscriptionPatternMaxLength", 50)
+    max_topics_per_namespace: int = _k("maxTopicsPerNamespace", 0)  # 0 = unlimited
     max_consumers_per_topic: int = _k("maxConsumersPerTopic", 0)
     max_consumers_per_subscription: int = _k("maxConsumersPerSubscription", 0)
     broker_delete_inactive_topics_enabled: bool = _k("brokerDeleteInactiveTopicsEnabled", True)
