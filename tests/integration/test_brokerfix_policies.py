@@ -216,3 +216,20 @@ def test_max_topics_per_namespace(http: httpx.Client, client) -> None:
     # raising the limit lets creation through again
     assert http.post(f"{V2}/namespaces/{ns}/maxTopicsPerNamespace", json=5).status_code == 204
     client.create_producer(f"persistent://{ns}/b").close()
+
+
+# ---------------------------------------------------------------------------------- bookieAffinityGroup
+def test_bookie_affinity_group_is_refused_not_ignored(http: httpx.Client, client) -> None:
+    ns = f"public/{_name('affinity')}"
+    assert http.put(f"{V2}/namespaces/{ns}", json={}).status_code == 204
+    body = {"bookkeeperAffinityGroupPrimary": "group-a", "bookkeeperAffinityGroupSecondary": "group-b"}
+    r = http.post(f"{V2}/namespaces/{ns}/persistence/bookieAffinity", json=body)
+    assert r.status_code == 400, r.text
+    assert "not supported" in r.json()["reason"] and "bookieAffinityGroup" in r.json()["reason"]
+    r = http.get(f"{V2}/namespaces/{ns}/persistence/bookieAffinity")
+    assert r.status_code in (200, 204, 404) and not (r.status_code == 200 and r.json()), (
+        r.text
+    )  # nothing stored
+    p = client.create_producer(f"persistent://{ns}/t")  # the namespace is unaffected
+    p.send(b"ok")
+    p.close()
