@@ -219,17 +219,68 @@ def test_max_topics_per_namespace(http: httpx.Client, client) -> None:
 
 
 # ---------------------------------------------------------------------------------- bookieAffinityGroup
-def test_bookie_affinity_group_is_refused_not_ignored(http: httpx.Client, client) -> None:
-    ns = f"public/{_name('affinity')}"
-    assert http.put(f"{V2}/namespaces/{ns}", json={}).status_code == 204
-    body = {"bookkeeperAffinityGroupPrimary": "group-a", "bookkeeperAffinityGroupSecondary": "group-b"}
+def _affinity(http: httpx.Client, ns: str, primary: str, secondary: str | None = None) -> None:
+    body = {"bookkeeperAffinityGroupPrimary": primary, "bookkeeperAffinityGroupSecondary": secondary}
     r = http.post(f"{V2}/namespaces/{ns}/persistence/bookieAffinity", json=body)
-    assert r.status_code == 400, r.text
-    assert "not supported" in r.json()["reason"] and "bookieAffinityGroup" in r.json()["reason"]
-    r = http.get(f"{V2}/namespaces/{ns}/persistence/bookieAffinity")
-    assert r.status_code in (200, 204, 404) and not (r.status_code == 200 and r.json()), (
-        r.text
-    )  # nothing stored
-    p = client.create_producer(f"persistent://{ns}/t")  # the namespace is unaffected
-    p.send(b"ok")
-    p.close()
+    assert r.status_code == 204, r.text
+
+
+def _last_ledger_metadata(http: httpx.Client, ns: str, local: str) -> str:
+    r = http.get(f"{V2}/persistent/{ns}/{local}/internalStats", params={"metadata": "true"})
+    assert r.status_code == 200, r.text
+    return r.json()["ledgers"][-1]["metadata"]
+
+
+def test_bookie_affinity_group_places_new_ledgers(http: httpx.Client, client) -> None:
+    """The standalone's bookie is put in group g1.  A namespace with affinity g1 gets its new
+    ledgers on it (isolation asked in the ledger's metadata); one with affinity g2 excludes it
+    (a bookie of another group), so its next ledger cannot be created and producers are
+    refused; g1 as the secondary group lets them in again (the primary has too few bookies)."""
+    bookie = http.get(f"{V2}/bookies/all").json()["bookies"][0]["bookieId"]
+    r = http.post(f"{V2}/bookies/racks-info/{bookie}", params={"group": "g1"}, json={"rack": "/rack-1"})
+    assert r.status_code == 204, r.text
+    try:
+        assert http.get(f"{V2}/bookies/racks-info").json() == {
+            "g1": {bookie: {"rack": "/rack-1", "hostname": None}}
+        }
+        assert http.get(f"{V2}/bookies/racks-info/{bookie}").json()["rack"] == "/rack-1"
+
+        ns_in = f"public/{_name('aff-in')}"
+        assert http.put(f"{V2}/namespaces/{ns_in}", json={}).status_code == 204
+        _affinity(http, ns_in, "g1")
+        assert (
+            http.get(f"{V2}/namespaces/{ns_in}/persistence/bookieAffinity").json()[
+                "bookkeeperAffinityGroupPrimary"
+            ]
+            == "g1"
+        )
+        p = client.create_producer(f"persistent://{ns_in}/t", batching_enabled=False)
+        time.sleep(0.5)  # the policy pass gives the topic its placement
+        for i in range(7):  # ledgers roll every 5 entries here
+            p.send(b"in-%d" % i)
+        md = _last_ledger_metadata(http, ns_in, "t")
+        assert "EnsemblePlacementPolicyConfig" in md and bookie in md, md
+        p.close()
+
+        ns_out = f"public/{_name('aff-out')}"
+        assert http.put(f"{V2}/namespaces/{ns_out}", json={}).status_code == 204
+        _affinity(http, ns_out, "g2")  # no bookie in g2; the only one is in g1: excluded
+        t = f"persistent://{ns_out}/t"
+        p = client.create_producer(t, batching_enabled=False, send_timeout_millis=2000)
+        time.sleep(0.5)
+        for i in range(5):  # fill the ledger made before the policy applied
+            p.send(b"out-%d" % i)
+        with pytest.raises(pulsar.Timeout):
+            p.send(b"no bookie for this one")
+        with pytest.raises((pulsar.BrokerPersistenceError, pulsar.Timeout)):
+            client.create_producer(t)
+        _affinity(http, ns_out, "g2", "g1")  # the secondary group may be used when the primary is short
+        time.sleep(0.5)
+        p2 = client.create_producer(t, batching_enabled=False)
+        p2.send(b"placed on the secondary group")
+        assert "EnsemblePlacementPolicyConfig" in _last_ledger_metadata(http, ns_out, "t")
+        p.close()
+        p2.close()
+    finally:
+        assert http.delete(f"{V2}/bookies/racks-info/{bookie}").status_code == 204
+    assert http.get(f"{V2}/bookies/racks-info/{bookie}").status_code == 404

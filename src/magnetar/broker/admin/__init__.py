@@ -41,6 +41,7 @@ enabled, auto subscription creation, delayed delivery on/off (new
 dispatchers), inactive topic deletion, schema compatibility strategy.  Stored
 only: offload, replication clusters, permissions (read by the auth layer from
 the same document), entry filters, anti-affinity, resource group, failure
-domains and namespace-isolation policies (``isolation.py``).  Refused with a 400
-that says so (``policies.UNSUPPORTED``): bookieAffinityGroup.
+domains and namespace-isolation policies (``isolation.py``).  bookieAffinityGroup
+places the namespace's new ledgers on the bookies of its groups (bookie groups set
+through ``bookies/racks-info``; ``magnetar.bookkeeper.isolation``).
 """

@@ -18,13 +18,7 @@ from typing import Any
 
 from magnetar.broker import errors
 from magnetar.broker.admin import models as m
-from magnetar.broker.admin.policies import (
-    BY_NS_SUFFIX,
-    UNSUPPORTED,
-    PolicySpec,
-    UnsupportedPolicyError,
-    parse_value,
-)
+from magnetar.broker.admin.policies import BY_NS_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.admin.tenancy import check_name, config_flag
 from magnetar.broker.resources import default_policies
 from magnetar.broker.resources.namespaces import bundle_boundaries
@@ -151,8 +145,6 @@ class NamespaceAdmin:
         return value
 
     async def set_policy(self, namespace: str, spec: PolicySpec, raw: Any) -> None:
-        if spec.name in UNSUPPORTED:
-            raise UnsupportedPolicyError(UNSUPPORTED[spec.name])
         value = parse_value(spec.kind, raw)
         await self._res.namespaces.require(namespace)
         if spec.name in ("replication", "allowedClusters"):

@@ -42,22 +42,6 @@ class BadBodyError(errors.BrokerError):
     http_status = 400
 
 
-class UnsupportedPolicyError(errors.BrokerError):
-    """A policy Magnetar does not enforce: refused (HTTP 400), never stored and ignored."""
-
-    http_status = 400
-
-
-# Policies the admin API refuses instead of storing them unenforced, with the reason.
-UNSUPPORTED = {
-    "bookieAffinity": (
-        "bookieAffinityGroup is not supported: Magnetar does not place a namespace's ledgers on "
-        "a bookie affinity group (bookie groups and isolated placement are not implemented); "
-        "nothing was stored"
-    ),
-}
-
-
 @dataclass(frozen=True)
 class PolicySpec:
     name: str

@@ -36,6 +36,7 @@ import logging
 from typing import Any
 from urllib.parse import quote
 
+from magnetar.bookkeeper.isolation import placement_config
 from magnetar.broker import errors
 from magnetar.broker.admin.admission import QUOTA_BLOCKING, backlog_bytes
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
@@ -287,7 +288,8 @@ class PolicyEnforcer:
                     log.debug("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
 
     async def _apply_storage(self, topic: Any, docs: tuple[dict, dict]) -> None:
-        """Retention and persistence: a new managed-ledger config when the effective one changed.
+        """Retention, persistence and the namespace's bookie affinity groups: a new
+        managed-ledger config when the effective one changed.
 
         Retention takes effect at once (consumed ledgers beyond it are trimmed now); the
         ensemble/quorums apply to the ledgers created from now on, as in Pulsar.
@@ -309,6 +311,11 @@ class PolicyEnforcer:
                 write_quorum=pers["bookkeeperWriteQuorum"],
                 ack_quorum=pers["bookkeeperAckQuorum"],
             )
+        affinity = docs[1].get("bookieAffinityGroup") or {}
+        primary = [g for g in str(affinity.get("bookkeeperAffinityGroupPrimary") or "").split(",") if g]
+        secondary = [g for g in str(affinity.get("bookkeeperAffinityGroupSecondary") or "").split(",") if g]
+        if primary or secondary:
+            changes["placement_config"] = placement_config(primary, secondary)
         cfg = dataclasses.replace(base, **changes)
         if getattr(topic, "applied_ml_config", None) == cfg:
             return
