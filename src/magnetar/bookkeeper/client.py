@@ -25,6 +25,7 @@ from magnetar.bookkeeper import api
 from magnetar.bookkeeper.config import ClientConfig
 from magnetar.bookkeeper.context import ClientContext
 from magnetar.bookkeeper.errors import UnauthorizedError, translate
+from magnetar.bookkeeper.isolation import PLACEMENT_CONFIG_KEY, excluded_bookies, groups_of
 from magnetar.bookkeeper.ledger_handle import LedgerHandle
 from magnetar.bookkeeper.metadata import LedgerMetadataStore
 from magnetar.bookkeeper.placement import BookieRegistry, make_policy
@@ -101,6 +102,11 @@ class BookKeeperClient:
         ctx = self.ctx
         bookies = await self._meta(ctx.registry.writable_bookies(), "list bookies")
         racks = await self._meta(ctx.registry.racks(), "read racks")
+        isolation = groups_of((custom_metadata or {}).get(PLACEMENT_CONFIG_KEY, b""))
+        if isolation is not None:  # a namespace's bookie affinity groups (see .isolation)
+            groups = await self._meta(ctx.registry.bookie_groups(), "read bookie groups")
+            excluded = excluded_bookies(groups, *isolation, bookies, ensemble_size)
+            bookies = [b for b in bookies if b not in excluded]
         quarantined = ctx.registry.quarantined()
         if len([b for b in bookies if b not in quarantined]) < ensemble_size:
             quarantined = set()  # better a recently sick bookie than no ledger

@@ -299,6 +299,14 @@ class BookieRegistry:
         readonly = await self._store.children(READONLY_PATH)
         return sorted({b for b in available if b != _READONLY_CHILD} | set(readonly))
 
+    async def bookie_groups(self) -> dict[str, dict]:
+        """The bookie isolation groups document (see :mod:`.isolation`); read on each call:
+        only ledgers of isolated namespaces ask, once per ledger creation."""
+        from magnetar.bookkeeper.isolation import BOOKIE_GROUPS_PATH, parse_groups_document
+
+        got = await self._store.get(BOOKIE_GROUPS_PATH)
+        return parse_groups_document(got.value if got is not None else None)
+
     async def racks(self) -> dict[str, str]:
         if self._racks is None or self._stale():
             racks: dict[str, str] = {}

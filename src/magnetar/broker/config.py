@@ -58,6 +58,12 @@ class BrokerConfig:
     max_num_partitions_per_partitioned_topic: int = _k("maxNumPartitionsPerPartitionedTopic", 0)
     default_number_of_namespace_bundles: int = _k("defaultNumberOfNamespaceBundles", 4)
     max_producers_per_topic: int = _k("maxProducersPerTopic", 0)
+    # --- regex consumers: server-side pattern filtering and topic-list watchers
+    enable_broker_side_subscription_pattern_evaluation: bool = _k(
+        "enableBrokerSideSubscriptionPatternEvaluation", True
+    )
+    subscription_pattern_max_length: int = _k("subscriptionPatternMaxLength", 50)
+    max_topics_per_namespace: int = _k("maxTopicsPerNamespace", 0)  # 0 = unlimited
     max_consumers_per_topic: int = _k("maxConsumersPerTopic", 0)
     max_consumers_per_subscription: int = _k("maxConsumersPerSubscription", 0)
     broker_delete_inactive_topics_enabled: bool = _k("brokerDeleteInactiveTopicsEnabled", True)

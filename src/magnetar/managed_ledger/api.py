@@ -141,6 +141,9 @@ class ManagedLedgerConfig:
     mark_delete_rate_per_s: float = 0.0
     # Entries a cursor read fetches beyond what it asked for, into the entry cache.
     read_ahead_entries: int = 100
+    # Ensemble placement asked of new ledgers (bookie affinity groups; the value of the
+    # ledger's "EnsemblePlacementPolicyConfig" custom metadata, see bookkeeper.isolation).
+    placement_config: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,9 @@ class ManagedCursor(Protocol):
 
     def estimated_backlog_size_bytes(self) -> int:
         """Bytes of the entries after mark-delete (Pulsar's backlogSize estimate)."""
+
+    def backlog_size_bytes(self) -> int:
+        """Bytes of the unacknowledged entries, ack holes subtracted (admin ``backlogSize``)."""
 
     def number_of_messages_in_backlog(self) -> int:
         """Unacked messages, using the batch sizes given to ``add_entry(num_messages=)``

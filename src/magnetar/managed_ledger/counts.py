@@ -12,6 +12,13 @@ those ledgers are consumed (Pulsar's own msgBacklog counts entries).
 ``messages_in(ledger, first, last)`` sums a slice (C speed); a cursor's
 message backlog is the messages after mark-delete, minus those in its acked
 ranges, minus the acknowledged messages of partly acked batches.
+
+Entry sizes are kept the same way (one ``uint32`` per entry, 4 bytes an
+entry): ``known_bytes(ledger, first, last)`` gives the bytes of the entries
+whose size is known and how many are not (the ledger-list estimates those
+from the ledger's average entry size).  A cursor's backlog size is then exact
+-- the bytes after mark-delete minus the bytes of its individually acked
+ranges -- for every entry written since this process opened the ledger.
 """
 
 from __future__ import annotations
@@ -19,25 +26,44 @@ from __future__ import annotations
 from array import array
 
 _MAX_COUNT = 0xFFFF
+_MAX_SIZE = 0xFFFFFFFF
 
 
 class MessageCounts:
-    __slots__ = ("_by_ledger",)
+    __slots__ = ("_by_ledger", "_sizes")
 
     def __init__(self) -> None:
         self._by_ledger: dict[int, array] = {}
+        self._sizes: dict[int, array] = {}
 
-    def record(self, ledger_id: int, entry_id: int, num_messages: int) -> None:
+    def record(self, ledger_id: int, entry_id: int, num_messages: int, size: int | None = None) -> None:
         counts = self._by_ledger.get(ledger_id)
         if counts is None:
             if entry_id != 0:
                 return  # the ledger predates us (or counts were lost): count entries
             counts = self._by_ledger[ledger_id] = array("H")
+            if size is not None:
+                self._sizes[ledger_id] = array("I")
         if entry_id == len(counts):
             counts.append(min(max(num_messages, 0), _MAX_COUNT))
+            sizes = self._sizes.get(ledger_id)
+            if sizes is not None and size is not None and entry_id == len(sizes):
+                sizes.append(min(max(size, 0), _MAX_SIZE))
 
     def drop(self, ledger_id: int) -> None:
         self._by_ledger.pop(ledger_id, None)
+        self._sizes.pop(ledger_id, None)
+
+    def known_bytes(self, ledger_id: int, first: int, last: int) -> tuple[int, int]:
+        """(bytes of the entries first..last whose size is known, number of the others)."""
+        if last < first:
+            return 0, 0
+        sizes = self._sizes.get(ledger_id)
+        if sizes is None:
+            return 0, last - first + 1
+        known_last = min(last, len(sizes) - 1)
+        total = sum(sizes[first : known_last + 1]) if known_last >= first else 0
+        return total, max(0, last - max(known_last, first - 1))
 
     def batch_size(self, ledger_id: int, entry_id: int) -> int:
         counts = self._by_ledger.get(ledger_id)

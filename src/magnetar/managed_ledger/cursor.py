@@ -422,6 +422,16 @@ class ManagedCursorImpl:
         """Bytes of the entries after mark-delete (individual acks not subtracted, as Pulsar)."""
         return self.ml.ledger_list.size_after(self._md)
 
+    def backlog_size_bytes(self) -> int:
+        """Bytes of the unacknowledged entries: after mark-delete, minus the individually
+        acked ranges (exact for entries whose size the ledger recorded, see :mod:`.counts`).
+        A partly acknowledged batch counts whole: its entry is still needed."""
+        ll, counts = self.ml.ledger_list, self.ml.message_counts
+        total = ll.bytes_between(self._md, ll.last_confirmed, counts)
+        for lo, hi in self.acked:
+            total -= ll.bytes_between(Position(lo[0], lo[1] - 1), Position(*hi), counts)
+        return max(total, 0)
+
     def number_of_messages_in_backlog(self) -> int:
         """Unacknowledged messages: batch sizes from ``add_entry(num_messages=)``, minus the
         acknowledged indexes of partly acked batches (see :mod:`.counts` for the estimate

@@ -220,6 +220,7 @@ class ManagedLedgerImpl(LedgerWriter):
                     "application": b"pulsar",
                     "component": b"managed-ledger",
                     "pulsar/managed-ledger": self._name.encode(),
+                    **({"EnsemblePlacementPolicyConfig": c.placement_config} if c.placement_config else {}),
                 },
             )
         except BKError as e:

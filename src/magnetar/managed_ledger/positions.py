@@ -141,6 +141,24 @@ class LedgerList:
                 total += counts.messages_in(lid, lo, hi)
         return total
 
+    def bytes_between(self, after: Position, upto: Position, counts) -> int:  # noqa: ANN001
+        """Bytes of the entries p with after < p <= upto: exact where
+        :class:`~magnetar.managed_ledger.counts.MessageCounts` knows the entry sizes, the
+        ledger's average entry size for the others."""
+        if upto <= after:
+            return 0
+        ids = self._ids
+        total = 0
+        for k in range(bisect_left(ids, after.ledger_id), bisect_right(ids, upto.ledger_id)):
+            lid = ids[k]
+            n = self.entries_of(lid)
+            lo = after.entry_id + 1 if lid == after.ledger_id else 0
+            hi = min(upto.entry_id if lid == upto.ledger_id else n - 1, n - 1)
+            if hi >= lo:
+                known, unknown = counts.known_bytes(lid, lo, hi)
+                total += known + (self.size_of(lid) * unknown // n if unknown and n else 0)
+        return total
+
     def size_after(self, pos: Position) -> int:
         """Estimated bytes of the entries after ``pos`` (Pulsar's estimated backlog size):
         whole ledgers after it, plus the average-size share of its own ledger."""

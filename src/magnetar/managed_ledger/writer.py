@@ -230,7 +230,7 @@ class LedgerWriter:
         self.entries_added += 1
         self.bytes_added += len(data)
         self.messages_added += num_messages
-        self.message_counts.record(ledger_id, entry_id, num_messages)
+        self.message_counts.record(ledger_id, entry_id, num_messages, len(data))
         self.ctx.cache.put(ledger_id, entry_id, data)
         if self._waiters:
             self._wake_waiters()

@@ -330,6 +330,10 @@ class AuthMiddleware:
         try:
             await _apply(rule, method, role, params, authz)
         except AuthorizationError as exc:
+            ns = f"{params.get('tenant', '')}/{params.get('namespace', '')}"
+            if rule.kind is RuleKind.TOPIC_OP and not await authz.namespace_exists(ns):
+                # Pulsar: a topic in a namespace that does not exist is not found, for any role.
+                raise _Denied(404, "Namespace does not exist") from None
             raise _Denied(403, exc.message) from None
         except ValueError as exc:  # an unparsable topic or namespace name
             raise _Denied(400, f"invalid name: {exc}") from None

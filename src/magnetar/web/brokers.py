@@ -20,6 +20,7 @@ from importlib import metadata as importlib_metadata
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 
+from magnetar.broker.admin.models import BookieInfo
 from magnetar.web.deps import admin, no_content
 from magnetar.web.errors import WebError
 
@@ -131,9 +132,23 @@ async def all_bookies(request: Request) -> dict:
 
 @router.get("/admin/v2/bookies/racks-info")
 async def racks_info(request: Request) -> dict:
-    return {}
+    return await admin(request).brokers.racks_info()
 
 
 @router.get("/admin/v2/bookies/racks-info/{bookie}")
 async def rack_info(request: Request, bookie: str) -> dict:
-    raise WebError(404, "Bookie address not found")
+    return await admin(request).brokers.rack_info(bookie)
+
+
+@router.post("/admin/v2/bookies/racks-info/{bookie}", status_code=204)
+async def set_rack_info(
+    request: Request, bookie: str, body: BookieInfo, group: str | None = None
+) -> Response:
+    await admin(request).brokers.set_rack_info(bookie, group, body.model_dump())
+    return no_content()
+
+
+@router.delete("/admin/v2/bookies/racks-info/{bookie}", status_code=204)
+async def delete_rack_info(request: Request, bookie: str) -> Response:
+    await admin(request).brokers.delete_rack_info(bookie)
+    return no_content()

@@ -56,9 +56,11 @@ def test_enums() -> None:
     e2 = {"type": "enum", "name": "E", "symbols": ["A", "B"]}
     e3 = {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}
     assert reads(e3, e2) is None
-    reason = reads(e2, e3)
-    assert reason is not None and "['C']" in reason
+    # A writer symbol the reader lacks fails only when such a value is read: Avro's resolving
+    # grammar holds no error for it, so Avro (and Pulsar) accept the pair.
+    assert reads(e2, e3) is None
     assert reads({**e2, "default": "A"}, e3) is None  # the reader's default absorbs C
+    assert "enum name mismatch" in (reads({**e2, "name": "Other"}, e3) or "")
 
 
 def test_fixed_arrays_maps() -> None:

@@ -73,6 +73,7 @@ async def secured_app(tmp_path):
         await store.put(f"/admin/policies/{tenant}", json.dumps({"adminRoles": [admin]}).encode(), None)
     grants = {"auth_policies": {"namespace_auth": {CONSUMER: ["consume"]}}}
     await store.put("/admin/policies/t1/ns", json.dumps(grants).encode(), None)
+    await store.put("/admin/policies/t2/ns", json.dumps({}).encode(), None)  # exists, no grants
     authn = AuthenticationService.from_config(cfg, RealClock())
     svc = SimpleNamespace(authentication=authn, authorization=AuthorizationService(cfg, store))
     app = create_app(svc)
@@ -176,6 +177,9 @@ async def test_lookup_needs_produce_or_consume(secured_app) -> None:
     r = await call(secured_app, "GET", "/lookup/v2/topic/persistent/t2/ns/tp", bearer(CONSUMER))
     assert r.status_code == 403
     assert CONSUMER in r.json()["reason"]
+    # a namespace that does not exist is not found, for any role (Pulsar's answer)
+    r = await call(secured_app, "GET", "/lookup/v2/topic/persistent/t2/missing/tp", bearer(CONSUMER))
+    assert r.status_code == 404, r.text
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,10 @@ retention and persistence (managed-ledger config; a ledger that cannot be
 created refuses producers with the cause), message TTL, backlog quota
 (producer admission; connected producers dropped over producer_request_hold /
 producer_exception quotas, so the client holds / fails its sends;
-consumer_backlog_eviction), max producers / consumers / consumers per
+consumer_backlog_eviction -- by size, ``destination_storage``, and by the age of
+the oldest unacknowledged message, ``message_age``/``limitTime``:
+``backlog_age.py``), max topics per namespace (topic creation refused past it),
+max producers / consumers / consumers per
 subscription / subscriptions per topic, max unacked per consumer and per
 subscription, publish rate (messages and bytes), dispatch rate per topic and
 per subscription (messages and bytes), subscribe rate (per client host and
@@ -38,5 +41,7 @@ enabled, auto subscription creation, delayed delivery on/off (new
 dispatchers), inactive topic deletion, schema compatibility strategy.  Stored
 only: offload, replication clusters, permissions (read by the auth layer from
 the same document), entry filters, anti-affinity, resource group, failure
-domains and namespace-isolation policies (``isolation.py``).
+domains and namespace-isolation policies (``isolation.py``).  bookieAffinityGroup
+places the namespace's new ledgers on the bookies of its groups (bookie groups set
+through ``bookies/racks-info``; ``magnetar.bookkeeper.isolation``).
 """

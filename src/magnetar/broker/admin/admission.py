@@ -63,6 +63,12 @@ def check_producer(topic: Any) -> None:
             raise ProducerBlockedQuotaExceededError(
                 f"Cannot create producer on topic with backlog quota exceeded: {topic.name}"
             )
+    age_quota = _limits(topic).get("backlogQuotaAge") or {}
+    if age_quota.get("policy") in QUOTA_BLOCKING and _limits(topic).get("backlogAgeExceeded"):
+        message = f"Cannot create producer on topic with backlog quota exceeded (message age): {topic.name}"
+        if age_quota["policy"] == "producer_exception":
+            raise ProducerBlockedQuotaExceededException(message)
+        raise ProducerBlockedQuotaExceededError(message)
     limit = _limits(topic).get("maxProducers") or 0
     if limit and len(topic.producers) >= limit:
         raise errors.ProducerBusyError(f"Topic '{topic.name}' reached max producers limit")

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from magnetar.bookie.api import AVAILABLE_PATH, READONLY_PATH
+from magnetar.bookie.api import AVAILABLE_PATH, RACKS_PATH, READONLY_PATH
+from magnetar.bookkeeper.isolation import BOOKIE_GROUPS_PATH
 from magnetar.broker import errors
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.resources.namespaces import bundle_boundaries
@@ -154,6 +155,51 @@ def _registration_info(value: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         return {}
     return {k: data[k] for k in ("totalSpace", "freeSpace") if isinstance(data.get(k), int)}
+
+    # ------------------------------------------------------------ bookie racks and groups
+    async def racks_info(self) -> dict:
+        """Pulsar's BookiesRackConfiguration: ``{group: {bookie: {"rack", "hostname"}}}``."""
+        return dict(await self._js.get(BOOKIE_GROUPS_PATH) or {})
+
+    async def rack_info(self, bookie: str) -> dict:
+        for members in (await self.racks_info()).values():
+            if isinstance(members, dict) and bookie in members:
+                return dict(members[bookie])
+        raise BookieNotFoundError("Bookie address not found")
+
+    async def set_rack_info(self, bookie: str, group: str | None, info: dict) -> None:
+        """Put ``bookie`` in ``group`` (Pulsar's default group: "default") with its rack; the
+        rack also feeds rack-aware placement, the group bookie isolation."""
+        group = group or "default"
+        entry = {"rack": str(info.get("rack") or ""), "hostname": info.get("hostname")}
+
+        def put(doc: dict) -> dict:
+            out = _without(doc, bookie)
+            out.setdefault(group, {})[bookie] = entry
+            return out
+
+        if not await self._js.create(BOOKIE_GROUPS_PATH, put({})):
+            await self._js.update(BOOKIE_GROUPS_PATH, put)
+        if entry["rack"]:
+            await self._svc.metadata_store.put(f"{RACKS_PATH}/{bookie}", entry["rack"].encode())
+
+    async def delete_rack_info(self, bookie: str) -> None:
+        if await self._js.exists(BOOKIE_GROUPS_PATH):
+            await self._js.update(BOOKIE_GROUPS_PATH, lambda d: _without(d, bookie))
+        try:
+            await self._svc.metadata_store.delete(f"{RACKS_PATH}/{bookie}")
+        except Exception:  # no rack was recorded for it
+            pass
+
+
+class BookieNotFoundError(errors.BrokerError):
+    http_status = 404
+
+
+def _without(doc: dict, bookie: str) -> dict:
+    """The groups document with ``bookie`` removed (and groups left empty dropped)."""
+    out = {g: {b: i for b, i in m.items() if b != bookie} for g, m in doc.items() if isinstance(m, dict)}
+    return {g: m for g, m in out.items() if m}
 
 
 def _text(v: Any) -> str:

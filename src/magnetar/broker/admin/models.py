@@ -195,6 +195,13 @@ class AutoSubscriptionCreationOverride(_Body):
     allowAutoSubscriptionCreation: bool
 
 
+class BookieInfo(_Body):
+    """A bookie's place in ``bookies/racks-info`` (Pulsar's BookieInfo)."""
+
+    rack: str = ""
+    hostname: str | None = None
+
+
 class BookieAffinityGroupData(_Body):
     bookkeeperAffinityGroupPrimary: str = ""
     bookkeeperAffinityGroupSecondary: str | None = None

@@ -25,6 +25,7 @@ from typing import Any
 from magnetar.broker import errors
 from magnetar.broker.admin import models as m
 from magnetar.broker.service.names import TopicRef, parse_topic
+from magnetar.broker.service.rates import expire_counted
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.payload import parse_headers_and_payload, peek_metadata
@@ -176,7 +177,9 @@ class TopicOps:
                 except errors.SubscriptionNotFoundError:
                     continue
                 found = True
-                await cursor.expire_messages(expire_seconds * 1000, publish_time_of)
+                await expire_counted(
+                    t, name, cursor, expire_seconds * 1000, publish_time_of, self._svc.clock.time_ms()
+                )
                 self._after_move(t, name)
         if sub is not None and not found:
             raise errors.SubscriptionNotFoundError("Subscription not found")

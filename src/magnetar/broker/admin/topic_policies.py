@@ -36,6 +36,7 @@ import logging
 from typing import Any
 from urllib.parse import quote
 
+from magnetar.bookkeeper.isolation import placement_config
 from magnetar.broker import errors
 from magnetar.broker.admin.admission import QUOTA_BLOCKING, backlog_bytes
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
@@ -252,12 +253,20 @@ class PolicyEnforcer:
     async def _apply(self, topic: Any) -> None:
         from magnetar.broker.admin.policies import BY_NAME
         from magnetar.broker.admin.topic_ops import publish_time_of
+        from magnetar.broker.service.rates import expire_counted
 
         docs = await self._policies.documents(topic.ref)
         ttl = self._policies.resolve(BY_NAME["messageTTL"], *docs)
         limits = {name: self._policies.resolve(BY_NAME[name], *docs) for name in ADMISSION_POLICIES}
         limits["topicPolicies"] = docs[0] or None
         topic.policy_limits = limits
+        if not topic.ref.persistent:
+            # A non-persistent topic has no ledger, cursors or backlog: of the policies only the
+            # admission limits (producers, consumers, rates, sizes) and subscription expiry apply.
+            await self._expire_subscriptions(
+                topic, self._policies.resolve(BY_NAME["subscriptionExpirationTime"], *docs)
+            )
+            return
         await self._apply_storage(topic, docs)
         await self._apply_backlog_quota(topic, docs)
         snapshot_s = self._policies.resolve(BY_NAME["deduplicationSnapshotInterval"], *docs)
@@ -269,7 +278,9 @@ class PolicyEnforcer:
         if ttl and ttl > 0:
             for name, cursor in list(topic.ml.cursors.items()):
                 try:
-                    if await cursor.expire_messages(int(ttl) * 1000, publish_time_of):
+                    if await expire_counted(
+                        topic, name, cursor, int(ttl) * 1000, publish_time_of, self._svc.clock.time_ms()
+                    ):
                         sub = topic.subscriptions.get(name)
                         if sub is not None and sub.dispatcher is not None:
                             sub.dispatcher.notify()
@@ -277,7 +288,8 @@ class PolicyEnforcer:
                     log.debug("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
 
     async def _apply_storage(self, topic: Any, docs: tuple[dict, dict]) -> None:
-        """Retention and persistence: a new managed-ledger config when the effective one changed.
+        """Retention, persistence and the namespace's bookie affinity groups: a new
+        managed-ledger config when the effective one changed.
 
         Retention takes effect at once (consumed ledgers beyond it are trimmed now); the
         ensemble/quorums apply to the ledgers created from now on, as in Pulsar.
@@ -299,6 +311,11 @@ class PolicyEnforcer:
                 write_quorum=pers["bookkeeperWriteQuorum"],
                 ack_quorum=pers["bookkeeperAckQuorum"],
             )
+        affinity = docs[1].get("bookieAffinityGroup") or {}
+        primary = [g for g in str(affinity.get("bookkeeperAffinityGroupPrimary") or "").split(",") if g]
+        secondary = [g for g in str(affinity.get("bookkeeperAffinityGroupSecondary") or "").split(",") if g]
+        if primary or secondary:
+            changes["placement_config"] = placement_config(primary, secondary)
         cfg = dataclasses.replace(base, **changes)
         if getattr(topic, "applied_ml_config", None) == cfg:
             return
@@ -307,8 +324,15 @@ class PolicyEnforcer:
         await topic.ml.trim_consumed_ledgers()
 
     async def _apply_backlog_quota(self, topic: Any, docs: tuple[dict, dict]) -> None:
-        """``destination_storage`` quota: remember it for producer admission; evict when asked."""
+        """``destination_storage`` quota: remember it for producer admission; evict when asked.
+        ``message_age`` (time limit): :mod:`.backlog_age`."""
+        from magnetar.broker.admin.backlog_age import apply_message_age_quota
+        from magnetar.broker.admin.topic_ops import publish_time_of
+
         quotas = docs[0].get("backLogQuotaMap") or docs[1].get("backlog_quota_map") or {}
+        await apply_message_age_quota(
+            topic, quotas.get("message_age"), self._svc.clock.time_ms(), publish_time_of
+        )
         quota = quotas.get("destination_storage")
         topic.policy_limits["backlogQuota"] = quota
         if not quota:

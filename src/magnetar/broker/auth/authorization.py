@@ -166,6 +166,10 @@ class AuthorizationService:
         if not await self.can_lookup(role, topic, original_role):
             raise AuthorizationError(f"Client with role {role!r} is not authorized to lookup {topic}")
 
+    async def namespace_exists(self, namespace: str | NamespaceName) -> bool:
+        """Whether the namespace's policies exist (a refusal there is "not found", not "forbidden")."""
+        return await self._store.exists(namespace_path(namespace)) is not None
+
     async def check_tenant_admin(self, role: str | None, tenant: str) -> None:
         if not self.enabled:
             return

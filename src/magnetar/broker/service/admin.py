@@ -48,6 +48,26 @@ class TopicAdmin:
             ref.tenant, ref.namespace_portion, ref.domain, ref.local_name
         )
 
+    # ------------------------------------------------------------ limits
+    async def check_max_topics(self, ref: TopicRef, adding: int) -> None:
+        """``maxTopicsPerNamespace`` (the namespace's policy, else the broker's; 0 = none):
+        refuse creating ``adding`` more topics (partitions count one each, system topics not at
+        all) in a namespace that would then hold more, as Pulsar does (HTTP 412; on the binary
+        protocol NotAllowedError, which the client does not retry)."""
+        if ref.is_system:
+            return
+        policies = await self.resources.namespaces.get(ref.namespace) or {}
+        limit = policies.get("max_topics_per_namespace")
+        if limit is None:
+            limit = self.config.max_topics_per_namespace
+        if not limit or limit <= 0:
+            return
+        count = len(await self.list_topics(ref.namespace, "ALL"))
+        if count + adding > limit:
+            raise errors.PreconditionFailedError(
+                f"Exceed maximum number of topics in namespace. Current: {count}, Max: {limit}"
+            )
+
     # ------------------------------------------------------------ partitioned metadata
     async def get_partitioned_metadata(self, topic: str, check_allow_auto_creation: bool = False) -> int:
         ref = parse_topic(topic)
@@ -60,6 +80,7 @@ class TopicAdmin:
         allowed, kind, default_n = await self.topics.auto_creation(ref)
         if not allowed or kind != "partitioned" or await self.topics.exists(ref):
             return 0
+        await self.check_max_topics(ref, default_n)
         try:
             await self.resources.partitioned_topics.create(
                 ref.tenant, ref.namespace_portion, ref.domain, ref.local_name, default_n
@@ -84,6 +105,7 @@ class TopicAdmin:
             raise errors.PreconditionFailedError("Partitioned Topic Name should not contain '-partition-'")
         if await self.topics.exists(ref):
             raise errors.AlreadyExistsError("This topic already exists")
+        await self.check_max_topics(ref, num_partitions)
         await self.resources.partitioned_topics.create(
             ref.tenant, ref.namespace_portion, ref.domain, ref.local_name, num_partitions, properties
         )

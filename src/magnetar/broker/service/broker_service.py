@@ -40,6 +40,7 @@ from magnetar.broker.service.connection import Connection
 from magnetar.broker.service.inactive_topics import max_inactive_ms, retire_inactive_topic
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.rates import sample_topic
+from magnetar.broker.service.topic_list import TopicListWatchers
 from magnetar.broker.service.topics import TopicRegistry
 from magnetar.managed_ledger.api import ManagedLedgerFactory
 from magnetar.metadata.api import MetadataStore
@@ -81,6 +82,7 @@ class BrokerService(TopicAdmin):
             metadata_store, clock, SchemaRegistryConfig.from_properties(config.as_properties())
         )
         self.topics = TopicRegistry(self)
+        self.topic_list_watchers = TopicListWatchers(self)
         self.compaction = BrokerCompaction(self)
         self.connections: set[Connection] = set()
         # Cumulative counts for /metrics: connections_created/closed, lookup_answers/failures,

@@ -213,7 +213,11 @@ class Connection:
 
     def producer_ready(self, producer: Producer, request_id: int) -> None:
         """A producer queued for exclusive access got it: the second PRODUCER_SUCCESS."""
-        self.write(cmds.producer_success(request_id, producer.producer_name, -1, producer_ready=True))
+        self.write(
+            cmds.producer_success(
+                request_id, producer.producer_name, -1, topic_epoch=producer.topic_epoch, producer_ready=True
+            )
+        )
 
     def broker_closed_consumer(self, consumer: Consumer) -> None:
         if self.consumers.get(consumer.consumer_id) is consumer:
@@ -286,7 +290,11 @@ class Connection:
                 elif isinstance(event, ConnectRequested):
                     self.client_version = event.client_version
                     await self.security.on_connect(event)
-                    self.write(self.proto.accept_connect())
+                    self.write(
+                        self.proto.accept_connect(
+                            supports_topic_watchers=self.service.topic_list_watchers.enabled
+                        )
+                    )
                     if self.service.authentication.enabled:
                         self._refresh = self.service.supervisor.spawn(
                             self._refresh_loop(), name="auth-refresh"
@@ -423,6 +431,7 @@ class Connection:
             except Exception:
                 log.debug("removing consumer failed", exc_info=True)
         self.consumers.clear()
+        self.service.topic_list_watchers.forget_connection(self)
         try:
             self._flush()
             self.writer.close()

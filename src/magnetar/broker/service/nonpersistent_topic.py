@@ -255,6 +255,10 @@ async def get_non_persistent_topic(
     if fut is None:
         if not create:
             raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
+        if not ref.is_partition:
+            await service.check_max_topics(ref, 1)
+        fut = topics.get(ref.full_name)
+    if fut is None:
         topic = NonPersistentTopic(ref, service.config, service.clock, service.supervisor)
         fut = asyncio.get_running_loop().create_future()
         fut.set_result(topic)

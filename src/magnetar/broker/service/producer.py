@@ -92,6 +92,9 @@ class Producer:
         self._broken = False
         self.rate = Rate()
         self.encrypted = False  # the client said it encrypts (CommandProducer.encrypted)
+        # Exclusive modes: the topic epoch the client holds (None: a new producer); set to the
+        # topic's epoch once admitted, and sent back in PRODUCER_SUCCESS.
+        self.topic_epoch: int | None = None
 
     # ------------------------------------------------------------ state
     def _set_state(self, new: ProducerState) -> None:

@@ -31,6 +31,44 @@ class Rate:
         self._last_msgs, self._last_bytes = msgs, nbytes
 
 
+class ExpiryCounter:
+    """Messages a subscription lost to TTL / expire-messages: ``totalMsgExpired``,
+    ``msgRateExpired`` and ``lastExpireTimestamp`` of its stats."""
+
+    __slots__ = ("last_ms", "rate", "total")
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.last_ms = 0
+        self.rate = Rate()
+
+    def add(self, n: int, now_ms: int) -> None:
+        self.total += n
+        self.last_ms = now_ms
+
+
+def expiry_of(topic: PersistentTopic, subscription: str) -> ExpiryCounter:
+    counters: dict[str, ExpiryCounter] | None = getattr(topic, "expired", None)
+    if counters is None:
+        counters = topic.expired = {}
+    counter = counters.get(subscription)
+    if counter is None:
+        counter = counters[subscription] = ExpiryCounter()
+    return counter
+
+
+async def expire_counted(
+    topic: PersistentTopic, name: str, cursor, ttl_ms: int, publish_time_of, now_ms: int
+) -> bool:  # noqa: ANN001
+    """Expire a subscription's messages older than ``ttl_ms`` and count them (the messages
+    the move acknowledged: the backlog in messages before minus after)."""
+    before = cursor.number_of_messages_in_backlog()
+    moved = await cursor.expire_messages(ttl_ms, publish_time_of)
+    if moved:
+        expiry_of(topic, name).add(max(0, before - cursor.number_of_messages_in_backlog()), now_ms)
+    return bool(moved)
+
+
 def sample_topic(topic: PersistentTopic, elapsed_s: float) -> None:
     """Update every rate of a topic, its producers, subscriptions and consumers."""
     topic.rate_in.sample(topic.msg_in_counter, topic.bytes_in_counter, elapsed_s)
@@ -40,3 +78,5 @@ def sample_topic(topic: PersistentTopic, elapsed_s: float) -> None:
         for c in sub.consumers:
             c.rate_out.sample(c.msg_out_counter, c.bytes_out_counter, elapsed_s)
             c.rate_redeliver.sample(c.redelivered_counter, 0, elapsed_s)
+    for counter in (getattr(topic, "expired", None) or {}).values():
+        counter.rate.sample(counter.total, 0, elapsed_s)

@@ -9,8 +9,9 @@ this module asks it at the right moments of a connection's life:
   timeout, so we answer CONNECTED and then fail every request with the
   AuthenticationError (in the form that request expects) and close -- the
   client fails fast.
-* LOOKUP / PARTITIONED_METADATA, PRODUCER, SUBSCRIBE -- the role must be allowed
-  to look up, produce or consume (AuthorizationError, ServerError 4).
+* LOOKUP / PARTITIONED_METADATA, PRODUCER, SUBSCRIBE -- the topic's namespace
+  must exist (TopicNotFound otherwise, whatever the role), then the role must be
+  allowed to look up, produce or consume (AuthorizationError, ServerError 4).
 * refresh -- every ``authenticationRefreshCheckSeconds`` the session says
   whether to send AUTH_CHALLENGE (credentials about to expire, client supports
   refresh) or to drop the connection; AUTH_RESPONSE carries the new credential.
@@ -29,6 +30,7 @@ from magnetar.broker.auth import AuthenticationError, AuthorizationService, Auth
 from magnetar.broker.auth.session import RefreshAction
 from magnetar.broker.auth.tls import peer_certificate
 from magnetar.broker.errors import BrokerError
+from magnetar.broker.service.names import parse_topic
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import CommandType as T
 
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from magnetar.protocol.connection import ConnectRequested
 
 log = logging.getLogger(__name__)
+
+_TOPIC_COMMANDS = (T.LOOKUP, T.PARTITIONED_METADATA, T.PRODUCER, T.SUBSCRIBE)
 
 
 class ConnectionSecurity:
@@ -79,6 +83,10 @@ class ConnectionSecurity:
             return
         cmd = frame.command
         t = frame.type
+        if t in _TOPIC_COMMANDS:
+            # A namespace that does not exist is TopicNotFound for everyone, as in Pulsar: never
+            # an AuthorizationError for a role that could not have been granted anything there.
+            await self.cnx.service.require_namespace(parse_topic(cmd.topic).namespace)
         if t in (T.LOOKUP, T.PARTITIONED_METADATA):
             await self._authz.check_lookup(self.role, cmd.topic)
         elif t == T.PRODUCER:

@@ -35,6 +35,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         if name not in subs and name != "pulsar.dedup":  # the dedup snapshot cursor is no subscription
             cursor = topic.ml.cursors[name]
             backlog = cursor.number_of_entries_in_backlog()
+            expired = (getattr(topic, "expired", None) or {}).get(name)
             subs[name] = {
                 "msgRateOut": 0.0,
                 "msgThroughputOut": 0.0,
@@ -42,6 +43,9 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
                 "msgOutCounter": 0,
                 "msgBacklog": backlog,
                 "msgBacklogNoDelayed": backlog,
+                "backlogSize": _backlog_size(cursor),
+                "msgRateExpired": expired.rate.msg_rate if expired is not None else 0.0,
+                "totalMsgExpired": expired.total if expired is not None else 0,
                 "unackedMessages": 0,
                 "type": "Exclusive",
                 "consumers": [],
@@ -66,13 +70,16 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         "averageMsgSize": topic.bytes_in_counter / topic.msg_in_counter if topic.msg_in_counter else 0.0,
         "msgChunkPublished": False,
         "storageSize": topic.ml.total_size,
-        "backlogSize": 0,
+        # the slowest durable subscription's unacknowledged bytes (ack holes subtracted)
+        "backlogSize": max(
+            (s.get("backlogSize", 0) for s in subs.values() if s.get("isDurable", True)), default=0
+        ),
         "earliestMsgPublishTimeInBacklogs": 0,
         "offloadedStorageSize": 0,
         "lastOffloadLedgerId": 0,
         "lastOffloadSuccessTimeStamp": 0,
         "lastOffloadFailureTimeStamp": 0,
-        "oldestBacklogMessageAgeSeconds": -1,
+        "oldestBacklogMessageAgeSeconds": getattr(topic, "oldest_backlog_age_s", -1),
         "publishRateLimitedTimes": getattr(topic, "publish_rate_limited_times", 0),
         "publishers": [p.to_stats() for p in topic.producers.values()],
         "waitingPublishers": 0,
@@ -92,6 +99,13 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         "topicCreationTimeStamp": topic.created_ms,
         "lastPublishTimeStamp": topic.last_publish_ms,
     }
+
+
+def _backlog_size(cursor) -> int:  # noqa: ANN001
+    try:
+        return int(cursor.backlog_size_bytes())
+    except Exception:
+        return 0
 
 
 def merge_topic_stats(parts: list[dict]) -> dict:
@@ -120,6 +134,9 @@ def merge_topic_stats(parts: list[dict]) -> dict:
                     "bytesOutCounter",
                     "unackedMessages",
                     "msgBacklogNoDelayed",
+                    "backlogSize",
+                    "totalMsgExpired",
+                    "msgRateExpired",
                 ):
                     agg[k] = agg.get(k, 0) + sub.get(k, 0)
             agg["_merged"] = True

@@ -184,8 +184,15 @@ class Subscription:
         except Exception:
             return 0
 
+    def backlog_size(self) -> int:
+        try:
+            return self.cursor.backlog_size_bytes()
+        except Exception:
+            return 0
+
     def to_stats(self) -> dict:
         consumers = self.consumers
+        expired = (getattr(self.topic, "expired", None) or {}).get(self.name)
         active = getattr(self.dispatcher, "active", None)
         out = {
             "msgRateOut": sum(c.rate_out.msg_rate for c in consumers),
@@ -196,16 +203,16 @@ class Subscription:
             "messageAckRate": 0.0,
             "chunkedMessageRate": 0,
             "msgBacklog": self.backlog(),
-            "backlogSize": 0,
+            "backlogSize": self.backlog_size(),
             "earliestMsgPublishTimeInBacklog": 0,
             "msgBacklogNoDelayed": self.backlog(),
             "blockedSubscriptionOnUnackedMsgs": False,
             "msgDelayed": 0,
             "unackedMessages": sum(c.unacked_messages for c in consumers),
             "type": SUB_TYPE_NAMES.get(self.sub_type if self.sub_type is not None else 0, "Exclusive"),
-            "msgRateExpired": 0.0,
-            "totalMsgExpired": 0,
-            "lastExpireTimestamp": 0,
+            "msgRateExpired": expired.rate.msg_rate if expired is not None else 0.0,
+            "totalMsgExpired": expired.total if expired is not None else 0,
+            "lastExpireTimestamp": expired.last_ms if expired is not None else 0,
             "lastConsumedFlowTimestamp": max((c.last_flow_ms for c in consumers), default=0),
             "lastConsumedTimestamp": max((c.last_consumed_ms for c in consumers), default=0),
             "lastAckedTimestamp": max((c.last_acked_ms for c in consumers), default=0),

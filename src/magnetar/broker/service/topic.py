@@ -177,7 +177,7 @@ class PersistentTopic:
     async def _add(self, data: bytes, n_messages: int, is_batch: bool) -> Position:
         for attempt in range(ADD_ATTEMPTS):
             try:
-                pos = await self.ml.add_entry(data)
+                pos = await self.ml.add_entry(data, num_messages=n_messages)
                 break
             except ManagedLedgerError as exc:
                 # A retriable storage error means the ledger is being rolled: try the new one

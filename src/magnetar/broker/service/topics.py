@@ -113,6 +113,8 @@ class TopicRegistry:
             if not await self._svc.ml_factory.exists(ref.managed_ledger_name):
                 if not create or not (explicit or await self.may_create(ref)):
                     raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
+                if not ref.is_partition:  # partitions were counted with their partitioned topic
+                    await self._svc.check_max_topics(ref, 1)
             fut = self._topics.get(ref.full_name)
             if fut is None:
                 fut = asyncio.get_running_loop().create_future()
@@ -145,6 +147,7 @@ class TopicRegistry:
                 raise
             return
         fut.set_result(topic)
+        self._svc.topic_list_watchers.changed(ref.namespace)  # a topic may have been created
 
     def _unload_fenced(self, topic: PersistentTopic) -> None:
         if topic.active:
@@ -178,10 +181,11 @@ class TopicRegistry:
             if topic.has_clients and not force:
                 raise errors.PreconditionFailedError("Topic has active producers/subscriptions")
             await self._close(ref, topic, delete=True)
-            return
-        if not await self._svc.ml_factory.exists(ref.managed_ledger_name):
-            raise errors.TopicNotFoundError("Topic not found")
-        await self._svc.ml_factory.delete(ref.managed_ledger_name)
+        else:
+            if not await self._svc.ml_factory.exists(ref.managed_ledger_name):
+                raise errors.TopicNotFoundError("Topic not found")
+            await self._svc.ml_factory.delete(ref.managed_ledger_name)
+        self._svc.topic_list_watchers.changed(ref.namespace)
 
     async def close_all(self) -> None:
         topics = self.loaded()

@@ -26,6 +26,8 @@ HANDLERS: dict[int, Callable[..., Any]] = {
     T.PARTITIONED_METADATA: lookup.handle_partitioned_metadata,
     T.GET_TOPICS_OF_NAMESPACE: lookup.handle_get_topics_of_namespace,
     T.GET_SCHEMA: lookup.handle_get_schema,
+    T.WATCH_TOPIC_LIST: lookup.handle_watch_topic_list,
+    T.WATCH_TOPIC_LIST_CLOSE: lookup.handle_watch_topic_list_close,
     T.PRODUCER: producer.handle_producer,
     T.SEND: producer.handle_send,
     T.CLOSE_PRODUCER: producer.handle_close_producer,

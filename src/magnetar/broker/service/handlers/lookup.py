@@ -1,4 +1,5 @@
-"""Discovery commands: LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE, GET_SCHEMA.
+"""Discovery commands: LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE, WATCH_TOPIC_LIST
+(and its CLOSE), GET_SCHEMA -- the topic lists themselves are :mod:`..topic_list`'s.
 
 Theory of operation: every producer/consumer starts with PARTITIONED_METADATA
 for the name the application gave, then one LOOKUP per partition (or for the
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from magnetar.broker import errors
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.schemas import get_schema_answer
+from magnetar.broker.service.topic_list import topics_of_namespace
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import LookupType
 
@@ -59,8 +61,31 @@ async def handle_partitioned_metadata(cnx: Connection, frame: Any) -> None:
 async def handle_get_topics_of_namespace(cnx: Connection, frame: Any) -> None:
     cmd = frame.command
     mode = _MODES.get(cmd.mode if cmd.HasField("mode") else 0, "PERSISTENT")
-    topics = await cnx.service.list_topics(cmd.namespace, mode)
-    cnx.write(cmds.get_topics_of_namespace_response(cmd.request_id, topics))
+    pattern = cmd.topics_pattern if cmd.HasField("topics_pattern") else None
+    client_hash = cmd.topics_hash if cmd.HasField("topics_hash") else None
+    topics, filtered, digest, changed = await topics_of_namespace(
+        cnx.service, cmd.namespace, mode, pattern, client_hash
+    )
+    cnx.write(
+        cmds.get_topics_of_namespace_response(
+            cmd.request_id, topics, filtered=filtered, topics_hash=digest, changed=changed
+        )
+    )
+
+
+async def handle_watch_topic_list(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    client_hash = cmd.topics_hash if cmd.HasField("topics_hash") else None
+    topics, digest = await cnx.service.topic_list_watchers.watch(
+        cnx, cmd.watcher_id, cmd.namespace, cmd.topics_pattern, client_hash
+    )
+    cnx.write(cmds.watch_topic_list_success(cmd.request_id, cmd.watcher_id, topics, digest))
+
+
+async def handle_watch_topic_list_close(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    cnx.service.topic_list_watchers.close(cnx, cmd.watcher_id)
+    cnx.write(cmds.success(cmd.request_id))
 
 
 async def handle_get_schema(cnx: Connection, frame: Any) -> None:

@@ -49,7 +49,8 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
         if existing.topic.name == parse_topic(cmd.topic).full_name:
             dedup = existing.topic.dedup
             last = dedup.last_sequence_id(existing.producer_name) if dedup is not None else -1
-            cnx.write(cmds.producer_success(cmd.request_id, existing.producer_name, last))
+            epoch = existing.topic_epoch if existing.access_mode != ACCESS_SHARED else None
+            cnx.write(cmds.producer_success(cmd.request_id, existing.producer_name, last, topic_epoch=epoch))
             return
         raise errors.ProducerBusyError(f"Producer id {cmd.producer_id} is already in use on this connection")
     ref = parse_topic(cmd.topic)
@@ -72,6 +73,7 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
         cmd.epoch if cmd.HasField("epoch") else 0,
         svc.clock.time_ms(),
     )
+    producer.topic_epoch = cmd.topic_epoch if cmd.HasField("topic_epoch") else None
     schema_version = await producer_schema_version(svc, topic, cmd)
     if cmd.HasField("initial_subscription_name") and cmd.initial_subscription_name:
         await topic.get_or_create_subscription(cmd.initial_subscription_name, 0, True, None)
@@ -91,7 +93,10 @@ async def handle_producer(cnx: Connection, frame: Any) -> None:
     cnx.producers[cmd.producer_id] = producer
     # Not ready = queued for exclusive access: a second PRODUCER_SUCCESS follows (producer_ready).
     last_seq = topic.dedup.last_sequence_id(name) if topic.dedup is not None else -1
-    cnx.write(cmds.producer_success(cmd.request_id, name, last_seq, schema_version, producer_ready=ready))
+    epoch = producer.topic_epoch if ready and mode != ACCESS_SHARED else None
+    cnx.write(
+        cmds.producer_success(cmd.request_id, name, last_seq, schema_version, epoch, producer_ready=ready)
+    )
 
 
 def handle_send(cnx: Connection, frame: Any) -> None:
