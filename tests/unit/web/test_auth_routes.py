@@ -221,6 +221,7 @@ def test_websocket_routes_are_authenticated_and_authorized(tmp_path) -> None:
         }
     )
     store = MemoryMetadataServer().session()
+    asyncio.run(store.put("/admin/policies/t1/ns", b"{}", None))  # exists, no grants: refusals are 403
     svc = SimpleNamespace(
         authentication=AuthenticationService.from_config(cfg, RealClock()),
         authorization=AuthorizationService(cfg, store),
@@ -245,6 +246,11 @@ def test_websocket_routes_are_authenticated_and_authorized(tmp_path) -> None:
             with pytest.raises(WebSocketDenialResponse) as err, tc.websocket_connect(path, headers=headers):
                 pass
             assert err.value.status_code == status and err.value.json()["reason"]
+        # A namespace that does not exist is not found, for any role (Pulsar's answer, as for lookups).
+        missing = "/ws/v2/producer/persistent/t1/missing/tp"
+        with pytest.raises(WebSocketDenialResponse) as err, tc.websocket_connect(missing, headers=bearer("nobody")):
+            pass
+        assert err.value.status_code == 404
     asyncio.run(svc.authentication.aclose())
 
 

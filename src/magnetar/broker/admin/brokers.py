@@ -146,16 +146,6 @@ class BrokerAdmin:
                 found.setdefault(bookie_id, entry)
         return {"bookies": [found[b] for b in sorted(found)]}
 
-
-def _registration_info(value: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(value) if value else {}
-    except ValueError:  # a bookie of another make registered with a non-JSON value
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: data[k] for k in ("totalSpace", "freeSpace") if isinstance(data.get(k), int)}
-
     # ------------------------------------------------------------ bookie racks and groups
     async def racks_info(self) -> dict:
         """Pulsar's BookiesRackConfiguration: ``{group: {bookie: {"rack", "hostname"}}}``."""
@@ -208,3 +198,13 @@ def _text(v: Any) -> str:
     if isinstance(v, list | tuple | set | frozenset):
         return ",".join(str(x) for x in v)
     return str(v)
+
+
+def _registration_info(value: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(value) if value else {}
+    except ValueError:  # a bookie of another make registered with a non-JSON value
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: data[k] for k in ("totalSpace", "freeSpace") if isinstance(data.get(k), int)}
