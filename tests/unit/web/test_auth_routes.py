@@ -248,7 +248,10 @@ def test_websocket_routes_are_authenticated_and_authorized(tmp_path) -> None:
             assert err.value.status_code == status and err.value.json()["reason"]
         # A namespace that does not exist is not found, for any role (Pulsar's answer, as for lookups).
         missing = "/ws/v2/producer/persistent/t1/missing/tp"
-        with pytest.raises(WebSocketDenialResponse) as err, tc.websocket_connect(missing, headers=bearer("nobody")):
+        with (
+            pytest.raises(WebSocketDenialResponse) as err,
+            tc.websocket_connect(missing, headers=bearer("nobody")),
+        ):
             pass
         assert err.value.status_code == 404
     asyncio.run(svc.authentication.aclose())
