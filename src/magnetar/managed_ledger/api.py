@@ -38,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from magnetar.managed_ledger.offload import OffloadContext, OffloadPolicies
+
 
 class ManagedLedgerError(Exception):
     retriable: bool = False
@@ -141,6 +143,8 @@ class ManagedLedgerConfig:
     mark_delete_rate_per_s: float = 0.0
     # Entries a cursor read fetches beyond what it asked for, into the entry cache.
     read_ahead_entries: int = 100
+    # Tiered storage (driver, thresholds, deletion lag); driver "" = off.
+    offload_policies: OffloadPolicies = OffloadPolicies()
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,9 @@ class LedgerInfo:
     entries: int
     size_bytes: int
     timestamp_ms: int
-    offloaded: bool = False
+    offloaded: bool = False  # the offloaded copy is complete: reads go to the tier
+    # Pulsar's offload_context: uid, complete, bookkeeperDeleted, driver name and metadata.
+    offload_context: OffloadContext | None = None
 
 
 @runtime_checkable
