@@ -94,8 +94,8 @@ class BlobStoreOffloader:
                 client_kwargs={"region_name": p.region or "us-east-1"},
                 config_kwargs={"connect_timeout": 5, "read_timeout": 60, "retries": {"max_attempts": 2}},
                 skip_instance_cache=True,
-                retries=2,
             )
+            fs.retries = 2  # s3fs's own retries of throttled/transient calls (default 5)
             return fs, p.bucket.strip("/")
         import fsspec.core
 
@@ -181,7 +181,7 @@ class BlobStoreOffloader:
         back = await self.run(self._fs.cat_file, self._path(index_name))
         if back != index:
             raise OffloadError("verify: index object read back differs from what was written")
-        head = await self.run(self._fs.cat_file, self._path(data_name), 0, min(length, 64 * 1024))
+        head = await self.run(self._fs.cat_file, self._path(data_name), start=0, end=min(length, 64 * 1024))
         decode_data_header(head)
 
     # -- read / delete ------------------------------------------------------------------------
@@ -339,7 +339,7 @@ class OffloadedReadHandle:
         refs = self._index.blocks[first_block : last_block + 1]
         start, end = refs[0].offset, refs[-1].offset + refs[-1].length
         try:
-            raw = await self._owner.run(self._owner._fs.cat_file, self._path, start, end)
+            raw = await self._owner.run(self._owner._fs.cat_file, self._path, start=start, end=end)
         except FileNotFoundError as e:
             raise OffloadNotFoundError(f"data object of offloaded ledger {self._ledger_id} is missing") from e
         except Exception as e:

@@ -82,6 +82,7 @@ class OffloadState:
     last_failure_ms: int = 0
     offloaded_ledgers: int = 0
     offloaded_bytes: int = 0
+    rerun: bool = False  # schedule() was called while a run was in progress
 
     def to_json(self) -> dict:
         p = self.first_unoffloaded or Position(-1, -1)
@@ -307,7 +308,11 @@ def _start(ml: ManagedLedgerImpl, before: Position) -> None:
             st.last_success_ms = ml.ctx.clock.time_ms()
         finally:
             st.task = None
+        if st.rerun and st.status is OffloadStatus.SUCCESS:  # ledgers rolled meanwhile
+            st.rerun = False
+            schedule(ml)
 
+    st.rerun = False
     st.task = ml.ctx.supervisor.spawn(run(), name=f"offload-{ml.name}")
 
 
@@ -333,7 +338,10 @@ def trigger(ml: ManagedLedgerImpl, before: Position) -> None:
 def schedule(ml: ManagedLedgerImpl) -> None:
     """Automatic offload and BookKeeper deletion, if the policies ask and none is running."""
     st = ml.offload_state
-    if st.task is not None or ml.state in (MLState.CLOSED, MLState.FENCED, MLState.NONE):
+    if st.task is not None:
+        st.rerun = True
+        return
+    if ml.state in (MLState.CLOSED, MLState.FENCED, MLState.NONE):
         return
     if ml.ctx.supervisor.closed or ml.ctx.clock.monotonic() < st.retry_at_mono:
         return
