@@ -83,6 +83,8 @@ class OffloadState:
     offloaded_ledgers: int = 0
     offloaded_bytes: int = 0
     rerun: bool = False  # schedule() was called while a run was in progress
+    copying: bool = False  # the running task copies ledgers (else it only deletes lagged copies)
+    pending_before: Position | None = None  # an admin trigger waiting for a delete-only run
 
     def to_json(self) -> dict:
         p = self.first_unoffloaded or Position(-1, -1)
@@ -286,10 +288,13 @@ async def offload_prefix(ml: ManagedLedgerImpl, before: Position) -> Position:
     return ll.last_confirmed.next()
 
 
-def _start(ml: ManagedLedgerImpl, before: Position) -> None:
+def _start(ml: ManagedLedgerImpl, before: Position, *, copies: bool = True) -> None:
+    """Run in the background; ``copies=False``: only lagged BookKeeper deletes, which leave
+    the status alone unless they fail."""
     st = ml.offload_state
-    st.status = OffloadStatus.RUNNING
-    st.last_error = ""
+    if copies:
+        st.status = OffloadStatus.RUNNING
+        st.last_error = ""
 
     async def run() -> None:
         try:
@@ -304,15 +309,23 @@ def _start(ml: ManagedLedgerImpl, before: Position) -> None:
             log.exception("offload of %s failed", ml.name)
             _failed(ml, f"{type(e).__name__}: {e}")
         else:
-            st.status, st.failures = OffloadStatus.SUCCESS, 0
-            st.last_success_ms = ml.ctx.clock.time_ms()
+            st.failures = 0
+            if copies:
+                st.status = OffloadStatus.SUCCESS
+                st.last_success_ms = ml.ctx.clock.time_ms()
         finally:
             st.task = None
-        if st.rerun and st.status is OffloadStatus.SUCCESS:  # ledgers rolled meanwhile
+            st.copying = False
+        if st.pending_before is not None:
+            before_next, st.pending_before = st.pending_before, None
+            _start(ml, before_next)
+            return
+        if st.rerun and st.failures == 0:  # ledgers rolled meanwhile
             st.rerun = False
             schedule(ml)
 
     st.rerun = False
+    st.copying = copies
     st.task = ml.ctx.supervisor.spawn(run(), name=f"offload-{ml.name}")
 
 
@@ -328,10 +341,15 @@ def _failed(ml: ManagedLedgerImpl, error: str) -> None:
 
 def trigger(ml: ManagedLedgerImpl, before: Position) -> None:
     """Admin trigger: offload the ledgers before ``before`` in the background."""
-    if ml.offload_state.task is not None:
+    st = ml.offload_state
+    if st.copying or st.pending_before is not None:
         raise OffloadInProgressError(f"offload of {ml.name} is already running")
     if writer_for(ml) is None:
         raise ManagedLedgerError("tiered storage is not configured (managedLedgerOffloadDriver)")
+    if st.task is not None:  # lagged BookKeeper deletes are running: offload right after them
+        st.pending_before = before
+        st.status, st.last_error = OffloadStatus.RUNNING, ""
+        return
     _start(ml, before)
 
 
@@ -356,7 +374,7 @@ def schedule(ml: ManagedLedgerImpl) -> None:
         _start(ml, before)
         return
     if _deletion_due(ml):
-        _start(ml, Position(-1, -1))  # nothing to copy: only the lagged BookKeeper deletes
+        _start(ml, Position(-1, -1), copies=False)  # only the lagged BookKeeper deletes
 
 
 def _deletion_due(ml: ManagedLedgerImpl) -> bool:

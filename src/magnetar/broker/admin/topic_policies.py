@@ -38,6 +38,7 @@ from urllib.parse import quote
 
 from magnetar.broker import errors
 from magnetar.broker.admin.admission import QUOTA_BLOCKING, backlog_bytes
+from magnetar.broker.admin.offload import effective_offload_policies
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.names import TopicRef, parse_topic
@@ -299,6 +300,7 @@ class PolicyEnforcer:
                 write_quorum=pers["bookkeeperWriteQuorum"],
                 ack_quorum=pers["bookkeeperAckQuorum"],
             )
+        changes["offload_policies"] = effective_offload_policies(base.offload_policies, *docs)
         cfg = dataclasses.replace(base, **changes)
         if getattr(topic, "applied_ml_config", None) == cfg:
             return
