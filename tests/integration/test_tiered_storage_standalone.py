@@ -313,3 +313,30 @@ def test_offload_200mb_standalone(tmp_path: Path, driver: str) -> None:
             read_back(sp, ids, "big")
         finally:
             sp.terminate()
+
+
+def test_namespace_offload_policies_offload_automatically(tmp_path: Path) -> None:
+    """No driver in the broker's config: the namespace's offload-policies (set with the CLI)
+    choose aws-s3, a 0 threshold and a 1 s deletion lag; ledgers offload as they roll over."""
+    with MotoS3Server("tiered-ns", log_path=tmp_path / "moto.log") as m:
+        conf = tmp_path / "standalone.conf"
+        conf.write_text(CONFIG.format(per_ledger=100) + "magnetarPolicyCheckIntervalMs=200\n")
+        sp = StandaloneProcess(tmp_path / "data", config_file=conf)
+        sp.start()
+        try:
+            out = cli(
+                sp, "namespaces", "set-offload-policies", "public/default", "-d", "aws-s3", "-b", m.bucket,
+                "-e", m.endpoint, "-r", m.region, "-i", m.access_key, "-s", m.secret_key,
+                "-t", "0", "-dl", "1s", "-mbs", "5M", "-rbs", "256K",
+            )  # fmt: skip
+            assert out.returncode == 0, out.stderr
+            got = cli(sp, "namespaces", "get-offload-policies", "public/default")
+            assert "aws-s3" in got.stdout
+            ids = produce(sp, 450)
+            ledgers = wait_until(
+                lambda: (ls := bookies_let_go(sp)) and len(ls) >= 4 and ls, 120, "automatic offload"
+            )
+            assert len(m.object_keys()) == 2 * len(ledgers)
+            read_back(sp, ids, "auto")
+        finally:
+            sp.terminate()

@@ -65,6 +65,7 @@ class ManagedLedgerImpl(LedgerWriter):
             config.password,
             lambda: self._handle,
             lambda: self.config.read_ahead_entries,
+            lambda: self.config.offload_policies,
         )
         self._cursors: dict[str, ManagedCursorImpl] = {}
         self._seq = itertools.count()

@@ -362,6 +362,19 @@ def _storage_key(p: OffloadPolicies) -> OffloadPolicies:
     return replace(p, driver=driver, threshold_bytes=-1, threshold_s=-1, deletion_lag_ms=0)
 
 
+def _target(p: OffloadPolicies) -> tuple[str, ...]:
+    if p.driver in S3_DRIVERS:
+        return ("aws-s3", p.bucket, p.region, p.service_endpoint)
+    return (p.driver, p.file_system_uri)
+
+
+def _context_target(ctx: OffloadContext) -> tuple[str, ...]:
+    md = ctx.metadata()
+    if ctx.driver_name in S3_DRIVERS:
+        return ("aws-s3", md.get("bucket", ""), md.get("region", ""), md.get("serviceEndpoint", ""))
+    return (ctx.driver_name, md.get("fileSystemURI", ""))
+
+
 class OffloaderRegistry:
     """One offloader per storage target; ``defaults`` (the broker's keys) supply credentials."""
 
@@ -377,8 +390,12 @@ class OffloaderRegistry:
             self._by_key[key] = off
         return off
 
-    def for_context(self, ctx: OffloadContext) -> BlobStoreOffloader:
+    def for_context(self, ctx: OffloadContext, hint: OffloadPolicies | None = None) -> BlobStoreOffloader:
+        """The offloader holding ``ctx``'s objects: ``hint`` (the policies in force, with their
+        credentials) when it names the same place, else one with the broker's credentials."""
         md = ctx.metadata()
+        if hint is not None and hint.enabled and _target(_storage_key(hint)) == _context_target(ctx):
+            return self.for_policies(hint)
         d = self.defaults
         same = d.driver.lower() in S3_DRIVERS if ctx.driver_name in S3_DRIVERS else d.driver == "filesystem"
         base = d if same else OffloadPolicies()

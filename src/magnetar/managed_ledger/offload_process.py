@@ -115,7 +115,7 @@ def reader_for(ml: ManagedLedgerImpl, info: LedgerInfo) -> LedgerOffloader:
     """The offloader that holds ``info``'s objects (named by its context's driver metadata)."""
     c = info.offload_context
     if c is not None and c.driver_name in DRIVERS and ml.ctx.offloaders is not None:
-        return ml.ctx.offloaders.for_context(c)
+        return ml.ctx.offloaders.for_context(c, ml.config.offload_policies)
     if ml.ctx.offloader is not None:
         return ml.ctx.offloader
     raise OffloadError(f"no offloader configured to read ledger {info.ledger_id} of {ml.name}")

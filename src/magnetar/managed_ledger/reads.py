@@ -24,7 +24,7 @@ from collections.abc import Callable
 from magnetar.bookkeeper.api import BKError, ReadHandle
 from magnetar.managed_ledger.api import Entry, LedgerInfo, ManagedLedgerStorageError, Position
 from magnetar.managed_ledger.context import READ_HANDLES_MAX, MLContext
-from magnetar.managed_ledger.offload import DRIVERS, OffloadError
+from magnetar.managed_ledger.offload import DRIVERS, OffloadError, OffloadPolicies
 from magnetar.managed_ledger.positions import LedgerList
 
 
@@ -36,12 +36,14 @@ class LedgerReader:
         password: bytes,
         write_handle: Callable[[], ReadHandle | None],
         read_ahead_entries: Callable[[], int] | None = None,
+        offload_policies: Callable[[], OffloadPolicies] | None = None,
     ) -> None:
         self._ctx = ctx
         self._ledgers = ledgers
         self._password = password
         self._write_handle = write_handle
         self._read_ahead_entries = read_ahead_entries or (lambda: ctx.read_ahead_entries)
+        self._offload_policies = offload_policies or (lambda: None)
         self._handles: OrderedDict[int, ReadHandle] = OrderedDict()
         self.entries_read_from_bookies = 0
         self.read_errors = 0
@@ -114,7 +116,7 @@ class LedgerReader:
                 raise OffloadError(f"ledger {info.ledger_id} is offloaded but no offloader is configured")
             return await self._ctx.offloader.read_offloaded(info.ledger_id, "", {})
         if c.driver_name in DRIVERS and self._ctx.offloaders is not None:
-            off = self._ctx.offloaders.for_context(c)
+            off = self._ctx.offloaders.for_context(c, self._offload_policies())
         elif self._ctx.offloader is not None:
             off = self._ctx.offloader
         else:
