@@ -216,6 +216,14 @@ def test_filesystem_offload_standalone(tmp_path: Path) -> None:
         ledgers = offload_and_check(sp, ids)
         assert len(list(tier.iterdir())) == 2 * len(ledgers)
         read_back(sp, ids, "from-tier")
+        # Compaction reads the whole topic, offloaded ledgers included, from the tier.
+        rest(topic_url(sp, "compaction"), "PUT")
+        st = wait_until(
+            lambda: (s := rest(topic_url(sp, "compaction")))["status"] in ("SUCCESS", "ERROR") and s,
+            120,
+            "compaction",
+        )
+        assert st["status"] == "SUCCESS", st
         # Restart: the offload contexts are in the ledger list; reads still come from the tier.
         sp.terminate()
         sp.restart()

@@ -330,9 +330,10 @@ class OffloadedReadHandle:
             out = []
             for i in wanted:
                 self._blocks.move_to_end(i)
-                for eid, data in self._blocks[i]:
-                    if first_entry_id <= eid <= last_entry_id:
-                        out.append(LedgerEntry(self._ledger_id, eid, data))
+                block = self._blocks[i]  # contiguous entry ids: slice, don't scan
+                base = block[0][0]
+                lo, hi = max(first_entry_id, base) - base, min(last_entry_id, block[-1][0]) - base
+                out += [LedgerEntry(self._ledger_id, eid, data) for eid, data in block[lo : hi + 1]]
             return out
 
     async def _fetch(self, first_block: int, last_block: int) -> None:
