@@ -191,6 +191,8 @@ def offload_and_check(sp: StandaloneProcess, ids: list) -> list[dict]:
     gone = {x["ledgerId"] for x in ledgers}
     assert not [x for x in with_md if x["ledgerId"] in gone and "metadata" in x]  # no BK metadata left
     offloaded_bytes = sum(x["size"] for x in ledgers)
+    stats = rest(topic_url(sp, "stats"))
+    assert stats["offloadedStorageSize"] == offloaded_bytes and stats["lastOffloadSuccessTimeStamp"] > 0
     if BOOKIE_GC_IN_STANDALONE:
         after = wait_until(
             lambda: (s := du(bookie_dir)) < before - offloaded_bytes // 2 and s,
