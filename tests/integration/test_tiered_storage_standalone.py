@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -70,6 +71,14 @@ def rest(url: str, method: str = "GET", body: object | None = None) -> object:
     with urllib.request.urlopen(req, timeout=60) as r:
         raw = r.read()
     return json.loads(raw) if raw else None
+
+
+def http_error(url: str, method: str, body: object | None = None) -> int:
+    try:
+        rest(url, method, body)
+    except urllib.error.HTTPError as e:
+        return e.code
+    return 200
 
 
 def topic_url(sp: StandaloneProcess, suffix: str) -> str:
@@ -256,6 +265,9 @@ def test_wrong_credentials_are_a_clear_offload_status_error(tmp_path: Path) -> N
         sp, ids = scenario(tmp_path, props, count=60, per_ledger=20)
         try:
             first = internal_stats(sp)["ledgers"][-1]["ledgerId"]
+            assert http_error(topic_url(sp, "offload"), "PUT", {}) == 400  # messageId is null
+            np_url = f"{sp.web_url}/admin/v2/non-persistent/public/default/np/offload"
+            assert http_error(np_url, "PUT", {"ledgerId": 1, "entryId": 0}) == 405
             rest(topic_url(sp, "offload"), "PUT", {"ledgerId": first, "entryId": 0})
             st = wait_until(
                 lambda: (s := rest(topic_url(sp, "offload")))["status"] == "ERROR" and s, 120, "ERROR"
@@ -334,6 +346,9 @@ def test_namespace_offload_policies_offload_automatically(tmp_path: Path) -> Non
         sp = StandaloneProcess(tmp_path / "data", config_file=conf)
         sp.start()
         try:
+            rest(f"{sp.web_url}/admin/v2/persistent/public/default/tiered", "PUT")
+            # No driver anywhere yet: a clear 412, not a silent no-op.
+            assert http_error(topic_url(sp, "offload"), "PUT", {"ledgerId": 0, "entryId": 0}) == 412
             out = cli(
                 sp, "namespaces", "set-offload-policies", "public/default", "-d", "aws-s3", "-b", m.bucket,
                 "-e", m.endpoint, "-r", m.region, "-i", m.access_key, "-s", m.secret_key,

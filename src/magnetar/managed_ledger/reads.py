@@ -12,8 +12,10 @@ trip per read-ahead window, not per batch.
 The ledger being written is read through its write handle (its LAC is ours);
 closed ledgers through read handles opened without recovery, kept in a small
 LRU (a ledger whose close failed, so its bookies' LAC lags the entry count in
-our list, is opened with recovery instead); offloaded ledgers through the
-offloader's read handle.
+our list, is opened with recovery instead); offloaded ledgers (complete
+offload context: tiered storage first, as Pulsar's default read priority) through
+the read handle of the offloader their context names -- the same entries, so
+positions and message ids do not change.
 """
 
 from __future__ import annotations
