@@ -16,6 +16,7 @@ from magnetar.managed_ledger.offload import OffloadError, OffloadNotFoundError, 
 from magnetar.managed_ledger.offload_blob import BlobStoreOffloader, OffloaderRegistry
 from magnetar.managed_ledger.offload_format import CorruptObjectError, object_names
 from magnetar.managed_ledger.offload_process import OffloadStatus
+from magnetar.managed_ledger.offload_process import schedule as schedule_offload
 from magnetar.testing.ml_conformance import small_config
 from magnetar.testing.moto_s3 import MotoS3Server, free_port
 
@@ -249,10 +250,22 @@ async def test_unreachable_store_fails_keeps_bookies_and_retries(harness, tmp_pa
             assert first.ledger_id in harness.bk.ledger_ids()  # nothing deleted from the bookies
             assert (await ml.read_entry(pos[3])).data == b"r003"
             # The store is back (same port): a retry completes and cleans up.
+            new = replace(pol, threshold_bytes=0)  # retention keeps the (cursor-less) ledgers
+            await ml.set_config(
+                replace(ml.config, retention_time_ms=-1, retention_size_bytes=-1, offload_policies=new)
+            )
+            schedule_offload(ml)
+            assert ml.offload_state.task is None  # backing off after the failure
             m2 = MotoS3Server("tier-retry")
             m2.port, m2.endpoint = endpoint_port, m.endpoint
             with m2:
-                ml.trigger_offload(Position(ml.ledger_list.current_id, 0))
+                # The automatic path retries: a 0 threshold, and the periodic check (the
+                # factory's, called here) runs again once the failure's backoff has passed.
+                await asyncio.sleep(
+                    max(0.0, ml.offload_state.retry_at_mono - harness.clock.monotonic()) + 0.05
+                )
+                schedule_offload(ml)
+                assert ml.offload_state.task is not None
                 await _wait_status(ml, 120)
                 assert ml.offload_state.status is OffloadStatus.SUCCESS, ml.offload_state.last_error
                 assert [i.offloaded for i in ml.ledgers()] == [True, True, False]
