@@ -149,8 +149,10 @@ async def offload_one(ml: ManagedLedgerImpl, ledger_id: int, *, delete_from_book
     info = ml.ledger_list.get(ledger_id)
     if info is None:
         raise ManagedLedgerError(f"{ml.name}: ledger {ledger_id} is not in the ledger list")
-    if ledger_id == ml.ledger_list.current_id:
-        raise ManagedLedgerError(f"{ml.name}: ledger {ledger_id} is still being written")
+    if ledger_id in (ml.ledger_list.current_id, _newest(ml)):
+        # The newest ledger stays on the bookies even when closed (a terminated topic): reopening
+        # a managed ledger recovers its last ledger from the bookies.
+        raise ManagedLedgerError(f"{ml.name}: ledger {ledger_id} is the newest (or still being written)")
     if not info.offloaded:
         off = writer_for(ml)
         if off is None:
@@ -239,6 +241,11 @@ async def delete_bk_copies(ml: ManagedLedgerImpl) -> int:
 # -- runs ---------------------------------------------------------------------------------------
 
 
+def _newest(ml: ManagedLedgerImpl) -> int:
+    ids = ml.ledger_list.ids()
+    return ids[-1] if ids else -1
+
+
 def bytes_on_bookies(ml: ManagedLedgerImpl) -> int:
     ll = ml.ledger_list
     total = ll.current_size
@@ -253,7 +260,7 @@ def auto_candidate(ml: ManagedLedgerImpl) -> Position | None:
     """Offload every closed ledger before the returned position (None: nothing to do)."""
     p = ml.config.offload_policies
     ll = ml.ledger_list
-    closed = [i for i in ll.infos() if i.ledger_id != ll.current_id]
+    closed = [i for i in ll.infos() if i.ledger_id not in (ll.current_id, _newest(ml))]
     keep_from = None
     if p.threshold_bytes >= 0:
         kept = ll.current_size
@@ -278,7 +285,7 @@ async def offload_prefix(ml: ManagedLedgerImpl, before: Position) -> Position:
     position not offloaded."""
     ll = ml.ledger_list
     for info in ll.infos():
-        if info.ledger_id >= before.ledger_id or info.ledger_id == ll.current_id:
+        if info.ledger_id >= before.ledger_id or info.ledger_id in (ll.current_id, _newest(ml)):
             break
         if info.entries > 0 and not info.offloaded:
             await offload_one(ml, info.ledger_id)
