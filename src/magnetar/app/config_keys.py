@@ -56,7 +56,7 @@ BROKER_SERVICE_KEYS = frozenset(
 )
 
 # Read by the standalone / broker assembly (app.config, app.storage).
-ASSEMBLY_KEYS = frozenset({"managedLedgerCacheSizeMB", "metadataStoreUrl"})
+ASSEMBLY_KEYS = frozenset({"managedLedgerCacheSizeMB", "metadataStoreUrl", "retentionCheckIntervalInSeconds"})
 
 
 def known_keys() -> frozenset[str]:

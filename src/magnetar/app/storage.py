@@ -151,15 +151,24 @@ def standalone_bookie_config(config: StandaloneConfig) -> Any:
 async def _open_ml_factory(stack: StorageStack, bk: Any, config: StandaloneConfig, *, clock: Clock) -> Any:
     from magnetar.broker.config import config_from_properties
     from magnetar.managed_ledger.factory import ManagedLedgerFactoryImpl
+    from magnetar.managed_ledger.offload import OffloadError
+    from magnetar.managed_ledger.offload_blob import OffloaderRegistry
 
     props = config.properties
     ml_config = config_from_properties(props).managed_ledger_config()
+    try:  # a tiered-storage misconfiguration is a start error, not a surprise at the first offload
+        ml_config.offload_policies.check()
+    except OffloadError as e:
+        raise StorageStartError(f"tiered storage: {e}") from e
     return ManagedLedgerFactoryImpl(
         stack.metadata_store,
         bk,
         clock,
         ml_config,
         cache_bytes_max=get_int(props, "managedLedgerCacheSizeMB", 64) * 1024 * 1024,
+        offloaders=OffloaderRegistry(ml_config.offload_policies),
+        # Pulsar's retention check: rollover by time, trimming, offload and its deletion lag.
+        check_interval_s=get_int(props, "retentionCheckIntervalInSeconds", 60),
     )
 
 

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from magnetar.managed_ledger.api import ManagedLedgerConfig
+from magnetar.managed_ledger.offload import POLICY_KEYS as OFFLOAD_KEYS
+from magnetar.managed_ledger.offload import OffloadPolicies, policies_from
 
 
 class ConfigError(ValueError):
@@ -105,6 +107,21 @@ class BrokerConfig:
     managed_ledger_max_unacked_ranges_to_persist: int = _k("managedLedgerMaxUnackedRangesToPersist", 10_000)
     managed_ledger_add_entry_timeout_seconds: int = _k("managedLedgerAddEntryTimeoutSeconds", 0)
     managed_ledger_password: str = _k("managedLedgerPassword", "")
+    # --- tiered storage (managed_ledger.offload); driver "" = off
+    managed_ledger_offload_driver: str = _k("managedLedgerOffloadDriver", "")
+    s3_managed_ledger_offload_bucket: str = _k("s3ManagedLedgerOffloadBucket", "")
+    s3_managed_ledger_offload_region: str = _k("s3ManagedLedgerOffloadRegion", "")
+    s3_managed_ledger_offload_service_endpoint: str = _k("s3ManagedLedgerOffloadServiceEndpoint", "")
+    s3_managed_ledger_offload_credential_id: str = _k("s3ManagedLedgerOffloadCredentialId", "")
+    s3_managed_ledger_offload_credential_secret: str = _k("s3ManagedLedgerOffloadCredentialSecret", "")
+    file_system_uri: str = _k("fileSystemURI", "")
+    managed_ledger_offload_max_block_size_in_bytes: int = _k("managedLedgerOffloadMaxBlockSizeInBytes", 64 << 20)
+    managed_ledger_offload_read_buffer_size_in_bytes: int = _k("managedLedgerOffloadReadBufferSizeInBytes", 1 << 20)
+    managed_ledger_offload_auto_trigger_size_threshold_bytes: int = _k(
+        "managedLedgerOffloadAutoTriggerSizeThresholdBytes", -1
+    )
+    managed_ledger_offload_threshold_in_seconds: int = _k("managedLedgerOffloadThresholdInSeconds", -1)
+    managed_ledger_offload_deletion_lag_ms: int = _k("managedLedgerOffloadDeletionLagMs", 14_400_000)
     # Keys we do not model, kept for plugins (Pulsar keeps them in a generic property map).
     extra: Mapping[str, str] = field(default_factory=dict, metadata={"key": None})
 
@@ -190,7 +207,14 @@ class BrokerConfig:
             cursor_max_entries_per_ledger=self.managed_ledger_cursor_max_entries_per_ledger,
             add_entry_timeout_ms=(self.managed_ledger_add_entry_timeout_seconds or 30) * 1000,
             password=self.managed_ledger_password.encode(),
+            offload_policies=self.offload_policies(),
         )
+
+    def offload_policies(self) -> OffloadPolicies:
+        """The broker's tiered-storage settings (namespace offload_policies overlay them).
+        Pulsar also accepts the s3-prefixed block sizes: they win when present in ``extra``."""
+        props = {k: v for k, v in self.as_properties().items() if k in OFFLOAD_KEYS}
+        return policies_from(props)
 
     @property
     def max_frame_size(self) -> int:

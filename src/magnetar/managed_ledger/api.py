@@ -38,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from magnetar.managed_ledger.offload import OffloadContext, OffloadPolicies
+
 
 class ManagedLedgerError(Exception):
     retriable: bool = False
@@ -144,6 +146,8 @@ class ManagedLedgerConfig:
     # Ensemble placement asked of new ledgers (bookie affinity groups; the value of the
     # ledger's "EnsemblePlacementPolicyConfig" custom metadata, see bookkeeper.isolation).
     placement_config: bytes = b""
+    # Tiered storage (driver, thresholds, deletion lag); driver "" = off.
+    offload_policies: OffloadPolicies = OffloadPolicies()
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,9 @@ class LedgerInfo:
     entries: int
     size_bytes: int
     timestamp_ms: int
-    offloaded: bool = False
+    offloaded: bool = False  # the offloaded copy is complete: reads go to the tier
+    # Pulsar's offload_context: uid, complete, bookkeeperDeleted, driver name and metadata.
+    offload_context: OffloadContext | None = None
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from magnetar.bookkeeper.api import BKError, BookKeeper
 from magnetar.managed_ledger.api import ManagedLedgerError, ManagedLedgerStorageError
 from magnetar.managed_ledger.cache import EntryCache
 from magnetar.managed_ledger.offload import Offloader
+from magnetar.managed_ledger.offload_blob import OffloaderRegistry
 from magnetar.metadata.api import MetadataStore
 from magnetar.runtime import Clock, TaskSupervisor
 
@@ -36,6 +37,8 @@ class MLContext:
     cache: EntryCache
     supervisor: TaskSupervisor
     offloader: Offloader | None = None
+    # Drivers chosen by offload policies (and by offload contexts, for reads).
+    offloaders: OffloaderRegistry | None = None
     read_ahead_entries: int = 100
 
 

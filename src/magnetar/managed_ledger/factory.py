@@ -25,6 +25,8 @@ from magnetar.managed_ledger.context import MLContext
 from magnetar.managed_ledger.ledger import ManagedLedgerImpl
 from magnetar.managed_ledger.metadata import ML_KIND, ROOT, ledger_path
 from magnetar.managed_ledger.offload import Offloader
+from magnetar.managed_ledger.offload_blob import OffloaderRegistry
+from magnetar.managed_ledger.offload_process import schedule as schedule_offload
 from magnetar.managed_ledger.state import MLState
 from magnetar.metadata.api import MetadataError, MetadataStore
 from magnetar.runtime import Clock, TaskSupervisor
@@ -42,6 +44,7 @@ class ManagedLedgerFactoryImpl:
         *,
         cache_bytes_max: int = 64 * 1024 * 1024,
         offloader: Offloader | None = None,
+        offloaders: OffloaderRegistry | None = None,
         supervisor: TaskSupervisor | None = None,
         check_interval_s: float = 60.0,
     ) -> None:
@@ -57,6 +60,7 @@ class ManagedLedgerFactoryImpl:
             cache=self.cache,
             supervisor=self._supervisor,
             offloader=offloader,
+            offloaders=offloaders,
             read_ahead_entries=self.default_config.read_ahead_entries,
         )
         self._ledgers: dict[str, ManagedLedgerImpl] = {}
@@ -154,6 +158,7 @@ class ManagedLedgerFactoryImpl:
             for ml in list(self._ledgers.values()):
                 ml.check_rollover_by_time()
                 ml.schedule_trim()
+                schedule_offload(ml)
 
     def stats(self) -> dict:
         return {"openLedgers": len(self._ledgers), **self.cache.stats()}
@@ -169,3 +174,5 @@ class ManagedLedgerFactoryImpl:
                 pass
         await self._supervisor.aclose()
         self.cache.clear()
+        if self.ctx.offloaders is not None:
+            await self.ctx.offloaders.aclose()

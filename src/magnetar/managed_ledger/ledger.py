@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from magnetar.bookkeeper.api import BKError, NoSuchLedgerError, WriteHandle
 from magnetar.common.latency import LatencyBuckets
-from magnetar.managed_ledger import trimmer
+from magnetar.managed_ledger import offload_process, trimmer
 from magnetar.managed_ledger.api import (
     CursorNotFoundError,
     Entry,
@@ -66,6 +66,7 @@ class ManagedLedgerImpl(LedgerWriter):
             config.password,
             lambda: self._handle,
             lambda: self.config.read_ahead_entries,
+            lambda: self.config.offload_policies,
         )
         self._cursors: dict[str, ManagedCursorImpl] = {}
         self._seq = itertools.count()
@@ -96,6 +97,7 @@ class ManagedLedgerImpl(LedgerWriter):
         self.trim_again = False
         self.ledgers_deleted = 0
         self.message_counts = MessageCounts()
+        self.offload_state = offload_process.OffloadState()
 
     # -- properties (api.ManagedLedger) -----------------------------------------------------
 
@@ -376,26 +378,16 @@ class ManagedLedgerImpl(LedgerWriter):
             self._wake_waiters()
             return self.terminated_position
 
-    async def set_ledger_offloaded(self, ledger_id: int) -> None:
-        """Mark a closed ledger as offloaded in the ledger list (reads then use the offloader)."""
-        async with timed_lock(self._op_lock):
-            info = self.ledger_list.get(ledger_id)
-            if info is None or info.offloaded:
-                return
-            self.ledger_list.set(replace(info, offloaded=True))
-            try:
-                await self._write_list()
-            except ManagedLedgerError:
-                if self.state is not MLState.FENCED:
-                    self.ledger_list.set(info)
-                raise
-        await self.reader.drop_ledger(ledger_id)
-
     async def offload_ledger(self, ledger_id: int, *, delete_from_bookkeeper: bool = False) -> None:
-        """Offload a closed ledger through the factory's offloader (see :mod:`.offload`)."""
-        from magnetar.managed_ledger.offload import offload_ledger
+        """Offload a closed ledger now (see :mod:`.offload_process`)."""
+        await offload_process.offload_one(self, ledger_id, delete_from_bookkeeper=delete_from_bookkeeper)
 
-        await offload_ledger(self, ledger_id, delete_from_bookkeeper=delete_from_bookkeeper)
+    def trigger_offload(self, before: Position) -> None:
+        """Offload the closed ledgers before ``before`` in the background (admin PUT /offload)."""
+        offload_process.trigger(self, before)
+
+    def on_ledger_rolled(self) -> None:
+        offload_process.schedule(self)
 
     def schedule_trim(self) -> None:
         trimmer.schedule(self)
@@ -464,6 +456,9 @@ class ManagedLedgerImpl(LedgerWriter):
                 if self.state is not MLState.FENCED:
                     await quiet(self._write_list())
             self._set_state(MLState.CLOSED)
+            task = self.offload_state.task
+            if task is not None:
+                task.cancel()
             self._fail_queue(ManagedLedgerClosedError(f"{self._name} is closed"))
             self._wake_waiters()
             await self.reader.close()
@@ -481,7 +476,10 @@ class ManagedLedgerImpl(LedgerWriter):
         await self.close()
         for cursor in cursors:
             await cursor.delete_durable_state()
+        infos = self.ledger_list.infos()
         for lid in ids:
             self.ctx.cache.invalidate_ledger(lid)
             await self._delete_bk_ledger(lid)
+        for info in infos:
+            await trimmer.delete_offloaded_copy(self, info)
         await self.meta.delete_all()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 from magnetar.managed_ledger.api import LedgerInfo, Position
+from magnetar.managed_ledger.offload import OffloadContext
 
 ROOT = "/managed-ledgers"
 ML_KIND = "managed-ledger"
@@ -74,6 +75,7 @@ class MLInfo:
                     "size": li.size_bytes,
                     "timestamp": li.timestamp_ms,
                     "isOffloaded": li.offloaded,
+                    **({"offloadContext": li.offload_context.to_json()} if li.offload_context else {}),
                 }
                 for li in self.ledgers
             ],
@@ -97,6 +99,7 @@ class MLInfo:
                 size_bytes=int(x.get("size", 0)),
                 timestamp_ms=int(x.get("timestamp", 0)),
                 offloaded=bool(x.get("isOffloaded", False)),
+                offload_context=OffloadContext.from_json(x["offloadContext"]) if x.get("offloadContext") else None,
             )
             for x in d.get("ledgers", [])
         ]

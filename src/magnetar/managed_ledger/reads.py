@@ -12,8 +12,10 @@ trip per read-ahead window, not per batch.
 The ledger being written is read through its write handle (its LAC is ours);
 closed ledgers through read handles opened without recovery, kept in a small
 LRU (a ledger whose close failed, so its bookies' LAC lags the entry count in
-our list, is opened with recovery instead); offloaded ledgers through the
-offloader's read handle.
+our list, is opened with recovery instead); offloaded ledgers (complete
+offload context: tiered storage first, as Pulsar's default read priority) through
+the read handle of the offloader their context names -- the same entries, so
+positions and message ids do not change.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from magnetar.bookkeeper.api import BKError, ReadHandle
-from magnetar.managed_ledger.api import Entry, ManagedLedgerStorageError, Position
+from magnetar.managed_ledger.api import Entry, LedgerInfo, ManagedLedgerStorageError, Position
 from magnetar.managed_ledger.context import READ_HANDLES_MAX, MLContext
+from magnetar.managed_ledger.offload import DRIVERS, OffloadError, OffloadPolicies
 from magnetar.managed_ledger.positions import LedgerList
 
 
@@ -35,12 +38,14 @@ class LedgerReader:
         password: bytes,
         write_handle: Callable[[], ReadHandle | None],
         read_ahead_entries: Callable[[], int] | None = None,
+        offload_policies: Callable[[], OffloadPolicies] | None = None,
     ) -> None:
         self._ctx = ctx
         self._ledgers = ledgers
         self._password = password
         self._write_handle = write_handle
         self._read_ahead_entries = read_ahead_entries or (lambda: ctx.read_ahead_entries)
+        self._offload_policies = offload_policies or (lambda: None)
         self._handles: OrderedDict[int, ReadHandle] = OrderedDict()
         self.entries_read_from_bookies = 0
         self.read_errors = 0
@@ -59,7 +64,7 @@ class LedgerReader:
         handle = await self._handle_for(ledger_id)
         try:
             got = await handle.read(start, fetch_last)
-        except BKError as e:
+        except (BKError, OffloadError) as e:
             self.read_errors += 1
             raise ManagedLedgerStorageError(f"read {ledger_id}:{start}..{fetch_last} failed: {e!r}") from e
         self.entries_read_from_bookies += len(got)
@@ -85,8 +90,8 @@ class LedgerReader:
             return h
         info = self._ledgers.get(ledger_id)
         try:
-            if info is not None and info.offloaded and self._ctx.offloader is not None:
-                h = await self._ctx.offloader.read_offloaded(ledger_id)
+            if info is not None and info.offloaded:
+                h = await self._open_offloaded(info)
             else:
                 bk = self._ctx.bookkeeper
                 h = await bk.open_ledger(ledger_id, password=self._password, recovery=False)
@@ -97,11 +102,28 @@ class LedgerReader:
                     h = await bk.open_ledger(ledger_id, password=self._password, recovery=True)
         except BKError as e:
             raise ManagedLedgerStorageError(f"cannot open ledger {ledger_id} for reading: {e!r}") from e
+        except OffloadError as e:
+            self.read_errors += 1
+            raise ManagedLedgerStorageError(f"cannot open offloaded ledger {ledger_id}: {e}") from e
         self._handles[ledger_id] = h
         while len(self._handles) > READ_HANDLES_MAX:
             _, old = self._handles.popitem(last=False)
             await _close_quietly(old)
         return h
+
+    async def _open_offloaded(self, info: LedgerInfo) -> ReadHandle:
+        c = info.offload_context
+        if c is None:  # offloaded before offload contexts were kept: the factory's offloader
+            if self._ctx.offloader is None:
+                raise OffloadError(f"ledger {info.ledger_id} is offloaded but no offloader is configured")
+            return await self._ctx.offloader.read_offloaded(info.ledger_id, "", {})
+        if c.driver_name in DRIVERS and self._ctx.offloaders is not None:
+            off = self._ctx.offloaders.for_context(c, self._offload_policies())
+        elif self._ctx.offloader is not None:
+            off = self._ctx.offloader
+        else:
+            raise OffloadError(f"ledger {info.ledger_id} is offloaded ({c.driver_name}) but no offloader is configured")
+        return await off.read_offloaded(info.ledger_id, c.uid, c.metadata())
 
     async def drop_ledger(self, ledger_id: int) -> None:
         self._ctx.cache.invalidate_ledger(ledger_id)

@@ -38,6 +38,7 @@ def ledger_internal_stats(ml: ManagedLedgerImpl) -> dict:
                 "size": 0 if is_current else li.size_bytes,
                 "offloaded": li.offloaded,
                 "underReplicated": False,
+                **({"offloadContext": li.offload_context.to_json()} if li.offload_context else {}),
             }
         )
     return {

@@ -32,6 +32,7 @@ as Pulsar does).  :func:`find_first_at_or_after` is the same search for
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from magnetar.managed_ledger.ledger import ManagedLedgerImpl
 
 PublishTimeOf = Callable[[bytes], int]
+log = logging.getLogger(__name__)
 
 
 def schedule(ml: ManagedLedgerImpl) -> None:
@@ -119,11 +121,20 @@ async def trim_consumed_ledgers(ml: ManagedLedgerImpl) -> None:
             await ml.ctx.bookkeeper.delete_ledger(info.ledger_id)
         except BKError:
             pass
-        if info.offloaded and ml.ctx.offloader is not None:
-            try:
-                await ml.ctx.offloader.delete_offloaded(info.ledger_id)
-            except Exception:  # noqa: BLE001 - an offloader is a plugin; a failed delete only leaks
-                pass
+        await delete_offloaded_copy(ml, info)
+
+
+async def delete_offloaded_copy(ml: ManagedLedgerImpl, info) -> None:  # noqa: ANN001
+    """Delete a ledger's objects in tiered storage (complete or a half-written attempt)."""
+    from magnetar.managed_ledger.offload_process import reader_for
+
+    c = info.offload_context
+    if c is None:
+        return
+    try:
+        await reader_for(ml, info).delete_offloaded(info.ledger_id, c.uid, c.metadata())
+    except Exception:  # noqa: BLE001 - an offloader is a plugin; a failed delete only leaks
+        log.warning("deleting the offloaded copy of %s/%d failed", ml.name, info.ledger_id, exc_info=True)
 
 
 async def _publish_time_at(ml: ManagedLedgerImpl, pos: Position, publish_time_of: PublishTimeOf) -> int:

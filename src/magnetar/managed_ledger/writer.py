@@ -310,6 +310,7 @@ class LedgerWriter:
                     return
                 self._set_state(MLState.LEDGER_OPENED)
                 self._pump()
+                self.on_ledger_rolled()
         finally:
             self._rolling = False
 

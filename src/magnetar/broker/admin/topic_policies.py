@@ -39,6 +39,7 @@ from urllib.parse import quote
 from magnetar.bookkeeper.isolation import placement_config
 from magnetar.broker import errors
 from magnetar.broker.admin.admission import QUOTA_BLOCKING, backlog_bytes
+from magnetar.broker.admin.offload import effective_offload_policies
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.names import TopicRef, parse_topic
@@ -316,6 +317,7 @@ class PolicyEnforcer:
         secondary = [g for g in str(affinity.get("bookkeeperAffinityGroupSecondary") or "").split(",") if g]
         if primary or secondary:
             changes["placement_config"] = placement_config(primary, secondary)
+        changes["offload_policies"] = effective_offload_policies(base.offload_policies, *docs)
         cfg = dataclasses.replace(base, **changes)
         if getattr(topic, "applied_ml_config", None) == cfg:
             return

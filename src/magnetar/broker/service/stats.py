@@ -75,10 +75,14 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
             (s.get("backlogSize", 0) for s in subs.values() if s.get("isDurable", True)), default=0
         ),
         "earliestMsgPublishTimeInBacklogs": 0,
-        "offloadedStorageSize": 0,
-        "lastOffloadLedgerId": 0,
-        "lastOffloadSuccessTimeStamp": 0,
-        "lastOffloadFailureTimeStamp": 0,
+        "offloadedStorageSize": sum(li.size_bytes for li in topic.ml.ledgers() if li.offloaded),
+        "lastOffloadLedgerId": max((li.ledger_id for li in topic.ml.ledgers() if li.offloaded), default=0),
+        "lastOffloadSuccessTimeStamp": getattr(
+            getattr(topic.ml, "offload_state", None), "last_success_ms", 0
+        ),
+        "lastOffloadFailureTimeStamp": getattr(
+            getattr(topic.ml, "offload_state", None), "last_failure_ms", 0
+        ),
         "oldestBacklogMessageAgeSeconds": getattr(topic, "oldest_backlog_age_s", -1),
         "publishRateLimitedTimes": getattr(topic, "publish_rate_limited_times", 0),
         "publishers": [p.to_stats() for p in topic.producers.values()],
