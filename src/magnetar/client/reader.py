@@ -1,0 +1,84 @@
+"""Readers: a consumer without a durable subscription, positioned by message id.
+
+Theory of operation: a :class:`Reader` is a ``Consumer`` on a non-durable
+Exclusive subscription named ``reader-<10 hex>`` whose SUBSCRIBE carries the
+start message id. The broker positions its cursor near that id and the
+consumer drops what lies before it (``start_message_id_inclusive`` decides
+whether the start message itself is delivered). ``EARLIEST`` reads from the
+beginning, ``LATEST`` only what is published afterwards -- or, inclusive,
+from the last stored message: the reader asks for the last message id and
+seeks to it, as the official clients do.
+
+``has_message_available()`` is true when a message is queued, else compares
+the broker's last message id with the last one handed out (or with the start
+id before anything was read).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from magnetar.client.consumer import Consumer
+from magnetar.client.message import Message
+from magnetar.protocol.message_id import INT64_MAX, MessageId
+
+
+def _key(mid: MessageId) -> tuple[int, int, int]:
+    return (mid.ledger_id, mid.entry_id, mid.batch_index if mid.batch_index >= 0 else INT64_MAX)
+
+
+class Reader:
+    def __init__(self, consumer: Consumer, start: MessageId, inclusive: bool) -> None:
+        self._consumer = consumer
+        self._start = start
+        self._inclusive = inclusive
+
+    async def _position_latest_inclusive(self) -> None:
+        if self._start.ledger_id == INT64_MAX and self._inclusive:
+            last = await self._consumer.get_last_message_id()
+            if last.entry_id >= 0:
+                await self._consumer.seek(MessageId(last.ledger_id, last.entry_id, last.partition))
+
+    def topic(self) -> str:
+        return self._consumer.topic()
+
+    async def read_next(self, timeout_millis: int | None = None) -> Message:
+        return await self._consumer.receive(timeout_millis)
+
+    def __aiter__(self) -> Reader:
+        return self
+
+    async def __anext__(self) -> Message:
+        return await self._consumer.__anext__()
+
+    async def has_message_available(self) -> bool:
+        if len(self._consumer.queue):
+            return True
+        last = await self._consumer.get_last_message_id()
+        if last.entry_id < 0:
+            return False
+        child = next(iter(self._consumer._children.values()))
+        seen = child.last_dequeued
+        if seen is None:
+            start = self._start
+            if start.ledger_id < 0:
+                return True
+            if start.ledger_id == INT64_MAX:
+                return False
+            return _key(last) >= _key(start) if self._inclusive else _key(last) > _key(start)
+        return _key(last) > _key(seen)
+
+    async def seek(self, target: MessageId | int) -> None:
+        await self._consumer.seek(target)
+
+    def is_connected(self) -> bool:
+        return self._consumer.is_connected()
+
+    async def close(self) -> None:
+        await self._consumer.close()
+
+    async def __aenter__(self) -> Reader:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
