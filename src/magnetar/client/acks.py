@@ -54,6 +54,10 @@ class BatchTracker:
             del self._remaining[key]
         return left
 
+    def seed(self, ledger_id: int, entry_id: int, remaining: set[int]) -> None:
+        """Start from the broker's view (a redelivered batch's ack_set) if we know nothing newer."""
+        self._remaining.setdefault((ledger_id, entry_id), set(remaining))
+
     def forget_up_to(self, mid: MessageId) -> None:
         for key in [k for k in self._remaining if k <= (mid.ledger_id, mid.entry_id)]:
             del self._remaining[key]

@@ -184,7 +184,7 @@ class Client:
         batching_max_publish_delay_ms: float = 10,
         chunking_enabled: bool = False,
         message_routing_mode: Any = PartitionsRoutingMode.RoundRobinDistribution,
-        hashing_scheme: Any = HashingScheme.Murmur3_32Hash,
+        hashing_scheme: Any = HashingScheme.BoostHash,
         message_router: Any = None,
         properties: dict[str, str] | None = None,
         access_mode: Any = ProducerAccessMode.Shared,

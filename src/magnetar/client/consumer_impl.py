@@ -231,6 +231,10 @@ class PartitionConsumer:
             n = meta.num_messages_in_batch
             records = decode_batch(payload, n)
             ack_set = list(cmd.ack_set)
+            if ack_set:
+                self._acks.batches.seed(
+                    mid.ledger_id, mid.entry_id, {i for i in range(n) if not _acked_before(ack_set, i)}
+                )
             skipped = 0
             for i, rec in enumerate(records):
                 rid = MessageId(mid.ledger_id, mid.entry_id, self.partition, i, n)

@@ -6,11 +6,10 @@ one for a non-partitioned topic), all registered before it returns. Each
 ``send`` picks a partition:
 
 * a message with a key (``partition_key``, else ``ordering_key``) goes to
-  ``hash(key) % partitions``, where the hash is Pulsar's Murmur3 32-bit with
-  the sign bit masked (``common.murmur3.pulsar_hash``, what the Java client
-  and the C++ client's ``Murmur3_32Hash`` compute), or Java's String hash
-  with ``hashing_scheme=JavaStringHash``; so keys land on the same partitions
-  as with the official clients configured alike;
+  ``hash(key) % partitions`` with the ``hashing_scheme``'s hash
+  (``client.hashing``): ``BoostHash`` by default, as the official Python
+  client, so keys land on the same partitions; ``Murmur3_32Hash`` or
+  ``JavaStringHash`` to match Java clients;
 * otherwise ``RoundRobinDistribution`` rotates: per message without batching,
   and per batching window with batching (all messages of one
   ``batching_max_publish_delay_ms`` window go to one partition, so batches
@@ -33,20 +32,11 @@ from typing import Any
 
 from magnetar.client.batching import OutgoingMessage
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, NotSupported
+from magnetar.client.hashing import boost_hash, java_string_hash, murmur3_hash
 from magnetar.client.producer_impl import PartitionProducer
 from magnetar.client.schema import BytesSchema, Schema
 from magnetar.client.types import HashingScheme, PartitionsRoutingMode
-from magnetar.common.murmur3 import pulsar_hash
 from magnetar.protocol.message_id import MessageId
-
-
-def java_string_hash(key: str) -> int:
-    """Java's ``String.hashCode`` with the sign bit masked (UTF-16 code units)."""
-    h = 0
-    data = key.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h & 0x7FFFFFFF
 
 
 class Producer:
@@ -67,7 +57,11 @@ class Producer:
         self._partitions = partitions
         self._schema = schema
         self._routing_mode = routing_mode
-        self._hash = pulsar_hash if hashing_scheme == HashingScheme.Murmur3_32Hash else java_string_hash
+        self._hash = {
+            HashingScheme.BoostHash: boost_hash,
+            HashingScheme.Murmur3_32Hash: murmur3_hash,
+            HashingScheme.JavaStringHash: java_string_hash,
+        }[hashing_scheme]
         self._router = message_router
         self._rr = client.rng.randint(0, max(0, len(partitions) - 1))
         self._single = self._rr
@@ -98,7 +92,7 @@ class Producer:
         if partition_key is not None:
             return self._hash(partition_key) % n
         if ordering_key is not None:
-            return pulsar_hash(ordering_key) % n
+            return self._hash(ordering_key) % n
         if self._routing_mode == PartitionsRoutingMode.UseSinglePartition:
             return self._single
         if self._window_ms:

@@ -37,7 +37,7 @@ class Reader:
         if self._start.ledger_id == INT64_MAX and self._inclusive:
             last = await self._consumer.get_last_message_id()
             if last.entry_id >= 0:
-                await self._consumer.seek(MessageId(last.ledger_id, last.entry_id, last.partition))
+                await self._consumer.seek(last)
 
     def topic(self) -> str:
         return self._consumer.topic()

@@ -49,14 +49,22 @@ class ProducerAccessMode(IntEnum):
 
 
 class PartitionsRoutingMode(IntEnum):
-    RoundRobinDistribution = 0
-    UseSinglePartition = 1
+    """Values as the official client's ``PartitionsRoutingMode``."""
+
+    UseSinglePartition = 0
+    RoundRobinDistribution = 1
+    CustomPartition = 2
 
 
 class HashingScheme(IntEnum):
-    """How a key picks a partition. Murmur3_32Hash is Java's and Key_Shared's hash."""
+    """How a key picks a partition (``client.hashing``); values as the C++ library's enum.
 
-    Murmur3_32Hash = 1
+    BoostHash is the official Python client's default, JavaStringHash the Java
+    client's, Murmur3_32Hash Key_Shared's.
+    """
+
+    Murmur3_32Hash = 0
+    BoostHash = 1
     JavaStringHash = 2
 
 
