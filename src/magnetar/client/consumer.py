@@ -155,10 +155,14 @@ class Consumer:
         """The next message; ``Timeout`` if none arrived within ``timeout_millis``."""
         if self._closed:
             raise AlreadyClosed("consumer is closed")
-        if self._zero_queue and not len(self.queue):
-            for child in self._children.values():
-                child.flow(1)
-        msg = await self.queue.get(None if timeout_millis is None else timeout_millis / 1000.0)
+        items = self.queue._items
+        if items:  # fast path: no waiting, no timer
+            msg = items.popleft()
+        else:
+            if self._zero_queue:
+                for child in self._children.values():
+                    child.flow(1)
+            msg = await self.queue.get(None if timeout_millis is None else timeout_millis / 1000.0)
         msg._consumer.message_dequeued(msg)
         return msg
 
@@ -187,6 +191,9 @@ class Consumer:
     async def acknowledge(self, message: Message | MessageId, txn: Any = None) -> None:
         if txn is not None:
             raise NotSupported("transactional acks are not implemented in magnetar.client yet")
+        if type(message) is Message:
+            message._consumer.acknowledge(message._id, message._chunk_ids)
+            return
         child, mid, chunks = self._child_of(message)
         child.acknowledge(mid, chunks)
 

@@ -42,7 +42,7 @@ from magnetar.client.errors import AlreadyClosed, PulsarException
 from magnetar.client.message import Message
 from magnetar.common.backoff import Backoff, BackoffConfig
 from magnetar.protocol import client_commands
-from magnetar.protocol.batch import decode_batch
+from magnetar.protocol.batch import decode_batch_raw
 from magnetar.protocol.chunks import ChunkAssembler, is_chunk
 from magnetar.protocol.client_commands import KeySharedPolicy
 from magnetar.protocol.compression import decompress
@@ -229,23 +229,35 @@ class PartitionConsumer:
         queue = self.parent.queue
         if meta.HasField("num_messages_in_batch"):
             n = meta.num_messages_in_batch
-            records = decode_batch(payload, n)
+            records = decode_batch_raw(payload, n)
             ack_set = list(cmd.ack_set)
             if ack_set:
                 self._acks.batches.seed(
                     mid.ledger_id, mid.entry_id, {i for i in range(n) if not _acked_before(ack_set, i)}
                 )
+            filtering = self._start_id is not None and not _is_special(self._start_id)
             skipped = 0
-            for i, rec in enumerate(records):
-                rid = MessageId(mid.ledger_id, mid.entry_id, self.partition, i, n)
-                if _acked_before(ack_set, i) or rec.compacted_out or self._before_start(rid):
+            topic, part, led, ent = self.topic, self.partition, mid.ledger_id, mid.entry_id
+            publish, schema_version, producer = meta.publish_time, meta.schema_version, meta.producer_name
+            schema, replicated = self.parent.schema, common["_replicated_from"]
+            for i, (rec, body) in enumerate(records):
+                rid = MessageId(led, ent, part, i, n)
+                if (
+                    (ack_set and _acked_before(ack_set, i))
+                    or rec.compacted_out
+                    or (filtering and self._before_start(rid))
+                ):
                     skipped += 1
                     continue
+                props = {kv.key: kv.value for kv in rec.properties} if rec.properties else {}
                 queue.put(
                     Message(
-                        self.topic, rid, rec.payload, rec.properties, rec.partition_key, rec.ordering_key,
-                        _event_time=rec.event_time or 0, _sequence_id=rec.sequence_id or meta.sequence_id,
-                        **common,
+                        topic, rid, body, props,
+                        rec.partition_key if rec.HasField("partition_key") else None,
+                        rec.ordering_key if rec.HasField("ordering_key") else None,
+                        publish, rec.event_time, redelivery, schema_version, producer,
+                        rec.sequence_id if rec.HasField("sequence_id") else meta.sequence_id + i,
+                        schema, self, (), replicated,
                     )
                 )  # fmt: skip
             if skipped:
@@ -302,7 +314,8 @@ class PartitionConsumer:
 
     # ------------------------------------------------------------------ acks
     def acknowledge(self, msg_id: MessageId, chunk_ids: tuple[MessageId, ...] = ()) -> None:
-        self._redeliver.cancel(msg_id)
+        if len(self._redeliver):
+            self._redeliver.cancel(msg_id)
         full = False
         for cid in chunk_ids or (msg_id,):
             full = self._acks.add_individual(cid) or full

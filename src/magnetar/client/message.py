@@ -14,7 +14,6 @@ so an individual ack acks them all. The consumer that received it is kept in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from magnetar.protocol.message_id import EARLIEST, LATEST, MessageId
@@ -22,24 +21,50 @@ from magnetar.protocol.message_id import EARLIEST, LATEST, MessageId
 __all__ = ["EARLIEST", "LATEST", "Message", "MessageId"]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Message:
-    _topic: str
-    _id: MessageId
-    _data: bytes
-    _properties: dict[str, str] = field(default_factory=dict)
-    _partition_key: str | None = None
-    _ordering_key: bytes | None = None
-    _publish_time: int = 0
-    _event_time: int = 0
-    _redelivery_count: int = 0
-    _schema_version: bytes = b""
-    _producer_name: str = ""
-    _sequence_id: int = 0
-    _schema: Any = None
-    _consumer: Any = None
-    _chunk_ids: tuple[MessageId, ...] = ()
-    _replicated_from: str | None = None
+    """One received message (build with keywords; slots keep it small and fast on the hot path)."""
+
+    __slots__ = (
+        "_topic", "_id", "_data", "_properties", "_partition_key", "_ordering_key", "_publish_time",
+        "_event_time", "_redelivery_count", "_schema_version", "_producer_name", "_sequence_id",
+        "_schema", "_consumer", "_chunk_ids", "_replicated_from",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        _topic: str,
+        _id: MessageId,
+        _data: bytes,
+        _properties: dict[str, str] | None = None,
+        _partition_key: str | None = None,
+        _ordering_key: bytes | None = None,
+        _publish_time: int = 0,
+        _event_time: int = 0,
+        _redelivery_count: int = 0,
+        _schema_version: bytes = b"",
+        _producer_name: str = "",
+        _sequence_id: int = 0,
+        _schema: Any = None,
+        _consumer: Any = None,
+        _chunk_ids: tuple[MessageId, ...] = (),
+        _replicated_from: str | None = None,
+    ) -> None:
+        self._topic = _topic
+        self._id = _id
+        self._data = _data
+        self._properties = _properties if _properties is not None else {}
+        self._partition_key = _partition_key
+        self._ordering_key = _ordering_key
+        self._publish_time = _publish_time
+        self._event_time = _event_time
+        self._redelivery_count = _redelivery_count
+        self._schema_version = _schema_version
+        self._producer_name = _producer_name
+        self._sequence_id = _sequence_id
+        self._schema = _schema
+        self._consumer = _consumer
+        self._chunk_ids = _chunk_ids
+        self._replicated_from = _replicated_from
 
     def data(self) -> bytes:
         return self._data

@@ -133,6 +133,8 @@ class Producer:
                 deliver_after.total_seconds() if hasattr(deliver_after, "total_seconds") else deliver_after
             )
             deliver_at = self._client.clock_ms() + int(seconds * 1000)
+        if partition_key == "":
+            partition_key = None  # as the official client: an empty key is no key
         replicate_to = ["__local__"] if disable_replication else replication_clusters
         okey = ordering_key.encode() if isinstance(ordering_key, str) else ordering_key
         fut: asyncio.Future[MessageId] = asyncio.get_running_loop().create_future()
