@@ -192,3 +192,37 @@ def test_enum_names_are_accepted():
     assert coerce(CompressionType, "ZLIB") is CompressionType.ZLib
     with pytest.raises(InvalidConfiguration, match="one of"):
         coerce(ConsumerType, "nope")
+
+
+async def test_http_service_url_lookup_and_partitions(standalone, topic):
+    create_partitioned(standalone, topic, 2)
+    c = Client(standalone.web_url, operation_timeout_seconds=10)
+    try:
+        assert await c.get_topic_partitions(topic) == [f"{topic}-partition-0", f"{topic}-partition-1"]
+        consumer = await c.subscribe(topic, "s", initial_position="earliest")
+        producer = await c.create_producer(topic, batching_enabled=False)
+        for i in range(4):
+            await producer.send(str(i).encode())
+        got = sorted([(await consumer.receive(5000)).data() for _ in range(4)])
+        assert got == [b"0", b"1", b"2", b"3"]
+    finally:
+        await c.close()
+
+
+async def test_client_memory_limit_blocks_or_fails(standalone, topic):
+    from magnetar.client import MemoryBufferIsFull
+
+    c = Client(standalone.broker_url, memory_limit_bytes=10_000)
+    try:
+        slow = await c.create_producer(topic, batching_max_publish_delay_ms=300, max_pending_messages=100)
+        await slow.send_async(b"x" * 6000)
+        with pytest.raises(MemoryBufferIsFull):
+            await slow.send_async(b"y" * 6000)
+        other = await c.create_producer(topic, block_if_queue_full=True, batching_enabled=False)
+        fut = await other.send_async(b"z" * 6000)  # waits until the first batch is stored
+        assert c.memory.used_bytes <= 10_000
+        await fut
+        await slow.flush()
+        assert c.memory.used_bytes == 0
+    finally:
+        await c.close()

@@ -180,3 +180,19 @@ async def test_zero_queue_consumer(client, topic):
     c = await client.subscribe(topic, "z", receiver_queue_size=0, initial_position="earliest")
     await _produce(client, topic, 3, batching_enabled=False)
     assert [(await c.receive(5000)).data() for _ in range(3)] == [b"m0", b"m1", b"m2"]
+
+
+async def test_key_based_batching_gives_one_key_per_batch(client, topic):
+    c1 = await client.subscribe(topic, "ks", consumer_type="KeyShared")
+    c2 = await client.subscribe(topic, "ks", consumer_type="KeyShared")
+    p = await client.create_producer(topic, batching_type="KeyBased", batching_max_publish_delay_ms=20)
+    futs = [await p.send_async(str(i).encode(), partition_key=f"key-{i % 4}") for i in range(40)]
+    ids = await asyncio.gather(*futs)
+    assert len({(m.ledger_id, m.entry_id) for m in ids}) >= 4  # at least one batch per key
+    r1, r2 = await asyncio.gather(_receive_all(c1), _receive_all(c2))
+    k1, k2 = {m.partition_key() for m in r1}, {m.partition_key() for m in r2}
+    assert len(r1) + len(r2) == 40 and not (k1 & k2)
+    for got in (r1, r2):  # per key, in send order
+        for key in {m.partition_key() for m in got}:
+            seq = [int(m.data()) for m in got if m.partition_key() == key]
+            assert seq == sorted(seq)

@@ -49,6 +49,7 @@ class OutgoingMessage:
     replicate_to: list[str] | None = None
     schema_version: bytes | None = None
     callback: Callable[[Any, Any], None] | None = None
+    on_done: Callable[[int], None] | None = None  # releases the client's memory reservation
 
 
 @dataclass(slots=True)

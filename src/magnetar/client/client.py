@@ -33,12 +33,14 @@ from magnetar.client.consumer import Consumer
 from magnetar.client.consumer_impl import ConsumerConf
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, NotSupported
 from magnetar.client.lookup import BinaryLookup, HttpLookup, LookupService
+from magnetar.client.memory import MemoryLimitController
 from magnetar.client.pool import ConnectionPool
 from magnetar.client.producer import Producer
 from magnetar.client.producer_impl import PartitionProducer, ProducerConf
 from magnetar.client.reader import Reader
 from magnetar.client.schema import BytesSchema, Schema
 from magnetar.client.types import (
+    BatchingType,
     CompressionType,
     ConsumerType,
     HashingScheme,
@@ -91,6 +93,7 @@ class Client:
         tls_private_key_file_path: str | None = None,
         listener_name: str | None = None,
         keep_alive_interval_seconds: float = 30,
+        memory_limit_bytes: int = 64 * 1024 * 1024,
         rng: Rng | None = None,
     ) -> None:
         scheme = service_url.split("://", 1)[0].lower()
@@ -125,6 +128,7 @@ class Client:
         else:
             self.lookup = BinaryLookup(self.pool, service_url, self.use_tls, listener_name or "")
         self.rng = rng or Rng()
+        self.memory = MemoryLimitController(memory_limit_bytes)
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
         self._handles: list[Any] = []
@@ -189,6 +193,7 @@ class Client:
         properties: dict[str, str] | None = None,
         access_mode: Any = ProducerAccessMode.Shared,
         lazy_start_partitioned_producers: bool = False,
+        batching_type: Any = BatchingType.Default,
         encryption_key: Any = None,
         crypto_key_reader: Any = None,
     ) -> Producer:
@@ -217,6 +222,7 @@ class Client:
             access_mode=coerce(ProducerAccessMode, access_mode),
             properties=properties,
             schema=schema.wire_schema(),
+            key_based_batching=coerce(BatchingType, batching_type) == BatchingType.KeyBased,
         )
         n = await self.lookup.partitions(topic)
         names = [(f"{topic}-partition-{i}", i) for i in range(n)] if n > 0 else [(topic, -1)]

@@ -7,8 +7,9 @@ the schema version). Sending is a pipeline:
 
 1. ``enqueue(msg)`` gives the message its sequence id (``last_sequence_id +
    1`` onwards unless the application set ``initial_sequence_id``) and either
-   adds it to the batch container (flushed when full or ``batching_max_
-   publish_delay_ms`` after its first message) or builds its SEND now
+   adds it to the batch container -- one per key with ``batching_type=
+   KeyBased`` -- (all flushed when one is full or ``batching_max_
+   publish_delay_ms`` after the first message) or builds its SEND now
    (``batching.single_ops``, which chunks large payloads);
 2. every OpSend goes to the tail of ``pending`` and, when the producer is
    connected, straight to the socket;
@@ -84,6 +85,7 @@ class ProducerConf:
     properties: dict[str, str] | None = None
     schema: WireSchema | None = None
     lazy_start: bool = False
+    key_based_batching: bool = False
 
 
 class PartitionProducer:
@@ -102,7 +104,8 @@ class PartitionProducer:
         self._next_seq = conf.initial_sequence_id + 1 if conf.initial_sequence_id is not None else -1
         self.last_sequence_id_published = -1
         self.pending: deque[OpSend] = deque()
-        self._batch = BatchContainer(conf.batching_max_messages, conf.batching_max_allowed_size_in_bytes)
+        # one container, or one per key with key-based batching (so a batch has one key for Key_Shared)
+        self._batches: dict[Any, BatchContainer] = {}
         self._batch_timer: asyncio.TimerHandle | None = None
         self._in_flight = 0  # messages counted against max_pending_messages
         self._space = asyncio.Event()
@@ -174,6 +177,8 @@ class PartitionProducer:
             await self._space.wait()
             if self._closed:
                 raise AlreadyClosed(f"producer on {self.topic} is closed")
+        await self.client.memory.reserve(len(msg.payload), self.conf.block_if_queue_full)
+        msg.on_done = self.client.memory.release
         if msg.sequence_id < 0:
             msg.sequence_id = self._next_seq
             self._next_seq += 1
@@ -185,9 +190,15 @@ class PartitionProducer:
         now = time.monotonic()
         batchable = self.conf.batching_enabled and msg.deliver_at is None
         if batchable and len(msg.payload) < self._ident.max_message_size // 2:
-            if not self._batch.has_room_for(msg):
+            key = (msg.ordering_key or msg.partition_key) if self.conf.key_based_batching else None
+            batch = self._batches.get(key)
+            if batch is None:
+                batch = self._batches[key] = BatchContainer(
+                    self.conf.batching_max_messages, self.conf.batching_max_allowed_size_in_bytes
+                )
+            if not batch.has_room_for(msg):
                 self.flush_batch()
-            if self._batch.add(msg):
+            if batch.add(msg):
                 self.flush_batch()
             elif self._batch_timer is None:
                 delay = self.conf.batching_max_publish_delay_ms / 1000.0
@@ -198,6 +209,7 @@ class PartitionProducer:
             ops = single_ops(self._ident, msg, self.client.clock_ms(), now)
         except PulsarException:
             self._in_flight -= 1
+            self.client.memory.release(len(msg.payload))
             raise
         for op in ops:
             self._push(op)
@@ -207,8 +219,15 @@ class PartitionProducer:
         if self._batch_timer is not None:
             self._batch_timer.cancel()
             self._batch_timer = None
-        if len(self._batch) and self._ident is not None:
-            self._push(self._batch.build(self._ident, self.client.clock_ms(), time.monotonic()))
+        if self._ident is None:
+            return
+        full = [b for b in self._batches.values() if len(b)]
+        if not full:
+            return
+        full.sort(key=lambda b: b.messages[0].sequence_id)
+        now_ms, now_s = self.client.clock_ms(), time.monotonic()
+        for batch in full:
+            self._push(batch.build(self._ident, now_ms, now_s))
 
     def _push(self, op: OpSend) -> None:
         self.pending.append(op)
@@ -364,6 +383,9 @@ def _close_producer(producer_id: int, request_id: int) -> bytes:
 
 
 def _resolve(m: OutgoingMessage, mid: MessageId | None, err: BaseException | None) -> None:
+    if m.on_done is not None:
+        m.on_done(len(m.payload))
+        m.on_done = None
     fut = m.future
     if not fut.done():
         if err is not None:
