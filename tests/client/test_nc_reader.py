@@ -64,3 +64,22 @@ async def test_reader_seek_and_async_iteration(client, topic):
             break
     await r.seek(ids[1])
     assert (await r.read_next(5000)).data() == b"m1"
+
+
+async def test_reader_on_partitioned_topic(standalone, client, topic):
+    from conftest import create_partitioned
+
+    from magnetar.client import NotSupported
+
+    create_partitioned(standalone, topic, 3)
+    ids = await _produce(client, topic, 9, batching_enabled=False)
+    assert {m.partition for m in ids} == {0, 1, 2}
+    r = await client.create_reader(topic, EARLIEST)
+    seen = []
+    while await r.has_message_available():
+        seen.append((await r.read_next(2000)).data())
+    assert sorted(seen) == sorted(f"m{i}".encode() for i in range(9))
+    latest = await client.create_reader(topic, LATEST)
+    assert not await latest.has_message_available()
+    with pytest.raises(NotSupported):
+        await client.create_reader(topic, ids[0])

@@ -196,3 +196,19 @@ async def test_key_based_batching_gives_one_key_per_batch(client, topic):
         for key in {m.partition_key() for m in got}:
             seq = [int(m.data()) for m in got if m.partition_key() == key]
             assert seq == sorted(seq)
+
+
+async def test_negative_ack_backoff_grows_with_redelivery_count(client, topic):
+    from magnetar.client import MultiplierRedeliveryBackoff
+
+    backoff = MultiplierRedeliveryBackoff(min_delay_ms=200, max_delay_ms=5000, multiplier=3)
+    c = await client.subscribe(topic, "s", consumer_type="Shared", negative_ack_redelivery_backoff=backoff)
+    await _produce(client, topic, 1, batching_enabled=False)
+    times = []
+    for _ in range(3):
+        msg = await c.receive(10_000)
+        times.append(time.monotonic())
+        await c.negative_acknowledge(msg)
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert gaps[0] >= 0.15 and gaps[1] >= 0.5  # 200 ms, then 600 ms
+    assert gaps[1] > gaps[0]

@@ -12,6 +12,7 @@ Module map (each module's docstring gives its theory of operation):
   enums (names accepted as strings) and typed exceptions.
 """
 
+from magnetar.client.acks import MultiplierRedeliveryBackoff
 from magnetar.client.auth import (
     Authentication,
     AuthenticationBasic,
@@ -41,7 +42,7 @@ __all__ = [
     "EARLIEST", "LATEST", "Authentication", "AuthenticationBasic", "AuthenticationTLS",
     "AuthenticationToken", "AvroSchema", "BatchingType", "BytesSchema", "Client", "CompressionType",
     "Consumer", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy", "ConsumerType", "HashingScheme",
-    "InitialPosition", "JsonSchema", "Message", "MessageId", "PartitionsRoutingMode", "Producer",
+    "InitialPosition", "JsonSchema", "Message", "MessageId", "MultiplierRedeliveryBackoff", "PartitionsRoutingMode", "Producer",
     "ProducerAccessMode", "PulsarException", "Reader", "RegexSubscriptionMode", "Schema",
     "StringSchema", "Timeout",
 ]  # fmt: skip

@@ -13,7 +13,9 @@ set = index i still un-acked) when batch-index acks are on.
 
 :class:`RedeliveryTracker` holds messages to redeliver at a time: a negative
 ack schedules one ``negative_ack_redelivery_delay_ms`` ahead, an ack timeout
-``ack_timeout_ms`` after the message reached the application. ``due(now)``
+``ack_timeout_ms`` after the message reached the application. With a
+:class:`MultiplierRedeliveryBackoff` the nack delay grows with the message's
+redelivery count. ``due(now)``
 returns the ones whose time came; an ack cancels both.
 """
 
@@ -110,6 +112,20 @@ class AckGrouper:
         ind, self._individual = list(self._individual.values()), {}
         cum, self._cumulative = self._cumulative, None
         return ind, cum
+
+
+class MultiplierRedeliveryBackoff:
+    """Nack delay growing with the redelivery count: ``min(max, min * multiplier ** count)`` ms (Java's)."""
+
+    def __init__(
+        self, min_delay_ms: float = 1000, max_delay_ms: float = 60_000, multiplier: float = 2.0
+    ) -> None:
+        if min_delay_ms < 0 or max_delay_ms < min_delay_ms or multiplier < 1:
+            raise ValueError("need 0 <= min_delay_ms <= max_delay_ms and multiplier >= 1")
+        self.min_delay_ms, self.max_delay_ms, self.multiplier = min_delay_ms, max_delay_ms, multiplier
+
+    def next_ms(self, redelivery_count: int) -> float:
+        return min(self.max_delay_ms, self.min_delay_ms * self.multiplier ** min(redelivery_count, 64))
 
 
 class RedeliveryTracker:

@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from magnetar.client.acks import MultiplierRedeliveryBackoff
 from magnetar.client.auth import Authentication, AuthenticationTLS
 from magnetar.client.connection import ConnectionConfig
 from magnetar.client.consumer import Consumer
@@ -262,6 +263,7 @@ class Client:
         consumer_name: str | None = None,
         unacked_messages_timeout_ms: int | None = None,
         negative_ack_redelivery_delay_ms: int = 60_000,
+        negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
         is_read_compacted: bool = False,
         properties: dict[str, str] | None = None,
         pattern_auto_discovery_period: float = 60,
@@ -305,6 +307,7 @@ class Client:
             ack_group_time_ms=acknowledgment_group_time_ms,
             batch_index_ack_enabled=batch_index_ack_enabled,
             negative_ack_delay_ms=negative_ack_redelivery_delay_ms,
+            negative_ack_backoff=negative_ack_redelivery_backoff,
             ack_timeout_ms=unacked_messages_timeout_ms or 0,
             max_redeliver_count=dead_letter_policy.max_redeliver_count if dead_letter_policy else 0,
             dead_letter_topic=dead_letter_policy.dead_letter_topic if dead_letter_policy else None,
@@ -389,8 +392,9 @@ class Client:
         consumer = Consumer(self, sub, conf, schema if not isinstance(schema, BytesSchema) else None)
         try:
             await consumer.add_topic(str(TopicName.get(topic)))
-            if len(consumer._children) != 1:
-                raise NotSupported("readers on partitioned topics are not implemented yet")
+            special = start_message_id.ledger_id < 0 or start_message_id.ledger_id == LATEST.ledger_id
+            if len(consumer._children) != 1 and not special:
+                raise NotSupported("a reader of a partitioned topic starts at EARLIEST or LATEST")
             reader = Reader(consumer, start_message_id, start_message_id_inclusive)
             await reader._position_latest_inclusive()
         except BaseException:

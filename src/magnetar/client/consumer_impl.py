@@ -87,6 +87,7 @@ class ConsumerConf:
     ack_group_time_ms: float = 100.0
     batch_index_ack_enabled: bool = False
     negative_ack_delay_ms: float = 60_000.0
+    negative_ack_backoff: Any = None  # acks.MultiplierRedeliveryBackoff
     ack_timeout_ms: float = 0.0
     max_redeliver_count: int = 0  # 0: no dead-letter topic
     dead_letter_topic: str | None = None
@@ -339,9 +340,9 @@ class PartitionConsumer:
             pass  # the broker redelivers what it did not get
 
     def negative_acknowledge(self, msg: Message) -> None:
-        self._redeliver.schedule(
-            msg.message_id(), time.monotonic() + self.conf.negative_ack_delay_ms / 1000, msg
-        )
+        backoff = self.conf.negative_ack_backoff
+        delay_ms = backoff.next_ms(msg.redelivery_count()) if backoff else self.conf.negative_ack_delay_ms
+        self._redeliver.schedule(msg.message_id(), time.monotonic() + delay_ms / 1000, msg)
 
     async def _tick_loop(self) -> None:
         period = max(0.01, min(self.conf.ack_group_time_ms, 100.0) / 1000.0)

@@ -9,9 +9,11 @@ beginning, ``LATEST`` only what is published afterwards -- or, inclusive,
 from the last stored message: the reader asks for the last message id and
 seeks to it, as the official clients do.
 
-``has_message_available()`` is true when a message is queued, else compares
-the broker's last message id with the last one handed out (or with the start
-id before anything was read).
+``has_message_available()`` is true when a message is queued, else compares,
+per partition, the broker's last message id with the last one handed out (or
+with the start id before anything was read). On a partitioned topic a reader
+reads every partition; it starts at EARLIEST or LATEST (a specific id names one
+partition's position, which a whole-topic reader has no meaning for).
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ class Reader:
 
     async def _position_latest_inclusive(self) -> None:
         if self._start.ledger_id == INT64_MAX and self._inclusive:
-            last = await self._consumer.get_last_message_id()
-            if last.entry_id >= 0:
-                await self._consumer.seek(last)
+            for child in list(self._consumer._children.values()):
+                last, _mark = await child.get_last_message_id()
+                if last.entry_id >= 0:
+                    await child.seek(last)
 
     def topic(self) -> str:
         return self._consumer.topic()
@@ -54,19 +57,22 @@ class Reader:
     async def has_message_available(self) -> bool:
         if len(self._consumer.queue):
             return True
-        last = await self._consumer.get_last_message_id()
-        if last.entry_id < 0:
-            return False
-        child = next(iter(self._consumer._children.values()))
-        seen = child.last_dequeued
-        if seen is None:
-            start = self._start
-            if start.ledger_id < 0:
+        for child in list(self._consumer._children.values()):
+            last, _mark = await child.get_last_message_id()
+            if last.entry_id < 0:
+                continue
+            seen = child.last_dequeued
+            if seen is None:
+                start = self._start
+                if start.ledger_id < 0:
+                    return True
+                if start.ledger_id == INT64_MAX:
+                    continue
+                if _key(last) >= _key(start) if self._inclusive else _key(last) > _key(start):
+                    return True
+            elif _key(last) > _key(seen):
                 return True
-            if start.ledger_id == INT64_MAX:
-                return False
-            return _key(last) >= _key(start) if self._inclusive else _key(last) > _key(start)
-        return _key(last) > _key(seen)
+        return False
 
     async def seek(self, target: MessageId | int) -> None:
         await self._consumer.seek(target)
