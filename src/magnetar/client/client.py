@@ -24,7 +24,6 @@ import re
 import ssl
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from magnetar.client.acks import MultiplierRedeliveryBackoff
@@ -43,6 +42,8 @@ from magnetar.client.schema import BytesSchema, Schema
 from magnetar.client.types import (
     BatchingType,
     CompressionType,
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
     ConsumerType,
     HashingScheme,
     InitialPosition,
@@ -57,20 +58,6 @@ from magnetar.protocol.enums import InitialPosition as WireInitialPosition
 from magnetar.protocol.enums import KeySharedMode, SubType, TopicDomainMode
 from magnetar.protocol.message_id import EARLIEST, LATEST, MessageId
 from magnetar.runtime.rng import Rng
-
-
-@dataclass(frozen=True)
-class ConsumerDeadLetterPolicy:
-    max_redeliver_count: int
-    dead_letter_topic: str | None = None
-    initial_subscription_name: str | None = None
-
-
-@dataclass(frozen=True)
-class ConsumerKeySharedPolicy:
-    key_shared_mode: str | KeySharedMode = KeySharedMode.AUTO_SPLIT
-    allow_out_of_order_delivery: bool = False
-    sticky_ranges: tuple[tuple[int, int], ...] = ()
 
 
 def _reject(**unsupported: Any) -> None:

@@ -2,13 +2,10 @@
 
 Theory of operation: a :class:`PartitionConsumer` subscribes on the owner
 broker's connection (lookup, SUBSCRIBE, then FLOW for ``receiver_queue_size``
-permits) and turns every MESSAGE into :class:`Message` objects put on its
-parent's queue (``ConsumerBase``; one queue for all partitions and topics of a
-multi-topic consumer). Decoding, in order: CRC32-C check (a corrupt entry is
-acked with a validation error, as the official clients do), chunk reassembly
-(``protocol.chunks.ChunkAssembler``), decompression, batch records (indexes
-whose ``ack_set`` bit is clear were acked before and are skipped), and for
-readers and after a seek the start-id filter. Every message the application
+permits) and turns every MESSAGE into :class:`Message` objects
+(``decode.MessageDecoder``; a corrupt entry is acked with a validation error,
+as the official clients do) put on its parent's queue (one queue for all
+partitions and topics of a multi-topic consumer). Every message the application
 takes gives back a permit; FLOW is sent when half the queue was freed.
 Skipped messages give their permits back at once.
 
@@ -38,14 +35,12 @@ from typing import Any
 
 from magnetar.client.acks import AckGrouper, RedeliveryTracker
 from magnetar.client.connection import ClientCnx
+from magnetar.client.decode import MessageDecoder
 from magnetar.client.errors import AlreadyClosed, PulsarException
 from magnetar.client.message import Message
 from magnetar.common.backoff import Backoff, BackoffConfig
 from magnetar.protocol import client_commands
-from magnetar.protocol.batch import decode_batch_raw
-from magnetar.protocol.chunks import ChunkAssembler, is_chunk
 from magnetar.protocol.client_commands import KeySharedPolicy
-from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import (
     AckType,
     CommandType,
@@ -56,8 +51,7 @@ from magnetar.protocol.enums import (
 )
 from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.frames import Frame
-from magnetar.protocol.message_id import INT64_MAX, MessageId
-from magnetar.protocol.payload import parse_headers_and_payload
+from magnetar.protocol.message_id import MessageId
 from magnetar.protocol.wire import WireSchema
 from magnetar.runtime.rng import Rng
 
@@ -99,18 +93,6 @@ class ConsumerConf:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _acked_before(ack_set: list[int], index: int) -> bool:
-    """True when the broker's ack_set says batch index ``index`` was acked already (bit clear)."""
-    if not ack_set:
-        return False
-    word = index // 64
-    return word >= len(ack_set) or not (ack_set[word] >> (index % 64)) & 1
-
-
-def _is_special(mid: MessageId) -> bool:
-    return mid.ledger_id < 0 or mid.ledger_id == INT64_MAX
-
-
 class PartitionConsumer:
     def __init__(self, parent: Any, topic: str, partition: int, conf: ConsumerConf) -> None:
         self.parent = parent
@@ -123,13 +105,13 @@ class PartitionConsumer:
         self._ready = False
         self._closed = False
         self._permits = 0
-        self._start_id = conf.start_message_id
-        self._start_inclusive = conf.start_inclusive
+        self._decoder = MessageDecoder(
+            topic, partition, conf.max_pending_chunked_messages, conf.expire_incomplete_chunks_ms
+        )
+        self._decoder.start_id, self._decoder.start_inclusive = conf.start_message_id, conf.start_inclusive
         self.last_dequeued: MessageId | None = None
         self._acks = AckGrouper(conf.batch_index_ack_enabled)
         self._redeliver = RedeliveryTracker()
-        self._chunks = ChunkAssembler(conf.max_pending_chunked_messages, conf.expire_incomplete_chunks_ms)
-        self._chunk_ids: dict[str, list[MessageId]] = {}
         self._tick_task: asyncio.Task[None] | None = None
         self._reconnect_task: asyncio.Task[None] | None = None
         self.is_active: bool | None = None
@@ -145,8 +127,8 @@ class PartitionConsumer:
         cnx = await self.client.pool.get(logical, physical)
         c = self.conf
         start = None
-        if not c.durable and self._start_id is not None:
-            start = self._start_id
+        if not c.durable and self._decoder.start_id is not None:
+            start = self._decoder.start_id
         cnx.add_consumer(self.consumer_id, self)
         try:
             await cnx.request(
@@ -196,98 +178,20 @@ class PartitionConsumer:
         self._give_back(1)
 
     def _on_message(self, frame: Frame) -> None:
-        cmd: Any = frame.command
-        parsed = parse_headers_and_payload(frame.headers_and_payload or b"")
-        if not parsed.checksum_ok:
+        result = self._decoder.decode(frame, self)
+        if result is None:
             self._discard(frame, ValidationError.ChecksumMismatch)
             return
-        meta = parsed.metadata
-        base = MessageId.from_pb(cmd.message_id)
-        mid = MessageId(base.ledger_id, base.entry_id, self.partition)
-        payload = parsed.payload
-        chunk_ids: tuple[MessageId, ...] = ()
-        if is_chunk(meta):
-            ids = self._chunk_ids.setdefault(meta.uuid, [])
-            if meta.chunk_id == 0:
-                ids.clear()
-            ids.append(mid)
-            whole = self._chunks.add(meta, payload, int(time.time() * 1000))
-            if whole is None:
-                self._give_back(1)
-                return
-            chunk_ids = tuple(self._chunk_ids.pop(meta.uuid, ids))
-            payload = whole
-            mid = MessageId(mid.ledger_id, mid.entry_id, self.partition, first_chunk=chunk_ids[0])
-        if meta.HasField("compression") and meta.compression:
-            payload = decompress(meta.compression, payload, meta.uncompressed_size)
-        redelivery = cmd.redelivery_count
-        common = dict(
-            _publish_time=meta.publish_time, _redelivery_count=redelivery,
-            _schema_version=meta.schema_version, _producer_name=meta.producer_name,
-            _schema=self.parent.schema, _consumer=self,
-            _replicated_from=meta.replicated_from if meta.HasField("replicated_from") else None,
-        )  # fmt: skip
-        queue = self.parent.queue
-        if meta.HasField("num_messages_in_batch"):
-            n = meta.num_messages_in_batch
-            records = decode_batch_raw(payload, n)
-            ack_set = list(cmd.ack_set)
-            if ack_set:
-                self._acks.batches.seed(
-                    mid.ledger_id, mid.entry_id, {i for i in range(n) if not _acked_before(ack_set, i)}
-                )
-            filtering = self._start_id is not None and not _is_special(self._start_id)
-            skipped = 0
-            topic, part, led, ent = self.topic, self.partition, mid.ledger_id, mid.entry_id
-            publish, schema_version, producer = meta.publish_time, meta.schema_version, meta.producer_name
-            schema, replicated = self.parent.schema, common["_replicated_from"]
-            for i, (rec, body) in enumerate(records):
-                rid = MessageId(led, ent, part, i, n)
-                if (
-                    (ack_set and _acked_before(ack_set, i))
-                    or rec.compacted_out
-                    or (filtering and self._before_start(rid))
-                ):
-                    skipped += 1
-                    continue
-                props = {kv.key: kv.value for kv in rec.properties} if rec.properties else {}
-                queue.put(
-                    Message(
-                        topic, rid, body, props,
-                        rec.partition_key if rec.HasField("partition_key") else None,
-                        rec.ordering_key if rec.HasField("ordering_key") else None,
-                        publish, rec.event_time, redelivery, schema_version, producer,
-                        rec.sequence_id if rec.HasField("sequence_id") else meta.sequence_id + i,
-                        schema, self, (), replicated,
-                    )
-                )  # fmt: skip
-            if skipped:
-                self._give_back(skipped)
-            return
-        if self._before_start(mid):
-            self._give_back(1)
-            return
-        queue.put(
-            Message(
-                self.topic, mid, payload, {kv.key: kv.value for kv in meta.properties},
-                meta.partition_key if meta.HasField("partition_key") else None,
-                meta.ordering_key if meta.HasField("ordering_key") else None,
-                _event_time=meta.event_time, _sequence_id=meta.sequence_id, _chunk_ids=chunk_ids, **common,
-            )
-        )  # fmt: skip
+        messages, skipped = result
+        put = self.parent.queue.put
+        for msg in messages:
+            put(msg)
+        if skipped:
+            self._give_back(skipped)
 
-    def _before_start(self, mid: MessageId) -> bool:
-        s = self._start_id
-        if s is None or _is_special(s):
-            return False
-        key, skey = (mid.ledger_id, mid.entry_id), (s.ledger_id, s.entry_id)
-        if key != skey:
-            return key < skey
-        if s.batch_index < 0 or mid.batch_index < 0:
-            return not self._start_inclusive
-        return mid.batch_index < s.batch_index or (
-            not self._start_inclusive and mid.batch_index == s.batch_index
-        )
+    def seed_batch(self, mid: MessageId, remaining: set[int]) -> None:
+        """A redelivered batch: start its ack tracking from the broker's view."""
+        self._acks.batches.seed(mid.ledger_id, mid.entry_id, remaining)
 
     # ------------------------------------------------------------------ permits
     def message_dequeued(self, msg: Message) -> None:
@@ -389,10 +293,10 @@ class PartitionConsumer:
     async def seek(self, target: MessageId | int) -> None:
         cnx = self._require_cnx()
         if isinstance(target, MessageId):
-            self._start_id, self._start_inclusive = target, True
+            self._decoder.start_id, self._decoder.start_inclusive = target, True
             build = lambda rid: client_commands.seek(self.consumer_id, rid, message_id=target)  # noqa: E731
         else:
-            self._start_id = None
+            self._decoder.start_id = None
             build = lambda rid: client_commands.seek(self.consumer_id, rid, message_publish_time=target)  # noqa: E731
         self.last_dequeued = None
         await cnx.request(T.SEEK, build)
@@ -435,7 +339,7 @@ class PartitionConsumer:
             return
         self.parent.queue.remove_if(lambda m: m._consumer is self)
         if not self.conf.durable and self.last_dequeued is not None:
-            self._start_id, self._start_inclusive = self.last_dequeued, False
+            self._decoder.start_id, self._decoder.start_inclusive = self.last_dequeued, False
         self._acks.batches.clear()
         if self._reconnect_task is None or self._reconnect_task.done():
             self._reconnect_task = asyncio.create_task(self._reconnect())

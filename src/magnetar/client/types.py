@@ -6,6 +6,7 @@ Theory of operation: each enum a user passes (``consumer_type``,
 its int value, or its name as a string in any case and with or without
 underscores (``"key_shared"``, ``"KeyShared"``, ``"earliest"``, ``"zlib"``).
 Anything else is an :class:`InvalidConfiguration` naming the allowed values.
+The consumer's policy objects (dead letter, Key_Shared) live here too.
 Where a protocol enum exists (SubType, InitialPosition, CompressionType,
 ProducerAccessMode) the client enum has the same values, so it goes on the
 wire as is.
@@ -13,10 +14,12 @@ wire as is.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import TypeVar
 
 from magnetar.client.errors import InvalidConfiguration
+from magnetar.protocol.enums import KeySharedMode
 
 E = TypeVar("E", bound=Enum)
 
@@ -77,6 +80,20 @@ class RegexSubscriptionMode(IntEnum):
 class BatchingType(IntEnum):
     Default = 0
     KeyBased = 1
+
+
+@dataclass(frozen=True)
+class ConsumerDeadLetterPolicy:
+    max_redeliver_count: int
+    dead_letter_topic: str | None = None
+    initial_subscription_name: str | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerKeySharedPolicy:
+    key_shared_mode: str | KeySharedMode = KeySharedMode.AUTO_SPLIT
+    allow_out_of_order_delivery: bool = False
+    sticky_ranges: tuple[tuple[int, int], ...] = ()
 
 
 def _norm(text: str) -> str:
