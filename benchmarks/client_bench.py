@@ -86,7 +86,9 @@ def official_run(url: str, args: argparse.Namespace) -> dict[str, float]:
 
     topic = _topic("off-l")
     cons = client.subscribe(topic, "lat")
-    prod = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=1)
+    prod = client.create_producer(
+        topic, batching_enabled=True, batching_max_publish_delay_ms=1, block_if_queue_full=True
+    )
     total = int(args.rate * args.seconds)
     lat: list[float] = []
 
@@ -147,7 +149,9 @@ async def native_run(url: str, args: argparse.Namespace) -> dict[str, float]:
 
     topic = _topic("nat-l")
     cons = await client.subscribe(topic, "lat")
-    prod = await client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=1)
+    prod = await client.create_producer(
+        topic, batching_enabled=True, batching_max_publish_delay_ms=1, block_if_queue_full=True
+    )
     total = int(args.rate * args.seconds)
     lat: list[float] = []
 

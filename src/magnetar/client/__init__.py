@@ -6,8 +6,10 @@ Module map (each module's docstring gives its theory of operation):
 - ``connection``, ``pool``, ``lookup``: one broker connection; the pool; binary and HTTP lookup.
 - ``producer``, ``producer_impl``, ``batching``: routing over partitions; one partition's
   sending pipeline with receipts and reconnects; SEND frames, batches, chunks.
-- ``consumer``, ``consumer_impl``, ``acks``, ``reader``: the multi-topic queue; one partition's
-  subscription, decoding and permits; ack grouping and redelivery; readers.
+- ``consumer``, ``consumer_impl``, ``decode``, ``acks``, ``reader``, ``tableview``: the
+  multi-topic queue; one partition's subscription and permits; MESSAGE decoding; ack grouping
+  and redelivery; readers; table views.
+- ``memory``, ``hashing``: the client-wide memory limit; the partition-routing key hashes.
 - ``message``, ``schema``, ``auth``, ``types``, ``errors``: values, schemas, authentication,
   enums (names accepted as strings) and typed exceptions.
 """
@@ -27,6 +29,7 @@ from magnetar.client.message import EARLIEST, LATEST, Message, MessageId
 from magnetar.client.producer import Producer
 from magnetar.client.reader import Reader
 from magnetar.client.schema import AvroSchema, BytesSchema, JsonSchema, Schema, StringSchema
+from magnetar.client.tableview import TableView
 from magnetar.client.types import (
     BatchingType,
     CompressionType,
@@ -44,5 +47,5 @@ __all__ = [
     "Consumer", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy", "ConsumerType", "HashingScheme",
     "InitialPosition", "JsonSchema", "Message", "MessageId", "MultiplierRedeliveryBackoff", "PartitionsRoutingMode", "Producer",
     "ProducerAccessMode", "PulsarException", "Reader", "RegexSubscriptionMode", "Schema",
-    "StringSchema", "Timeout",
+    "StringSchema", "TableView", "Timeout",
 ]  # fmt: skip

@@ -39,6 +39,7 @@ from magnetar.client.producer import Producer
 from magnetar.client.producer_impl import PartitionProducer, ProducerConf
 from magnetar.client.reader import Reader
 from magnetar.client.schema import BytesSchema, Schema
+from magnetar.client.tableview import TableView
 from magnetar.client.types import (
     BatchingType,
     CompressionType,
@@ -389,6 +390,21 @@ class Client:
             raise
         self._handles.append(consumer)
         return reader
+
+    async def create_table_view(
+        self, topic: str, subscription_name: str | None = None, schema: Schema | None = None
+    ) -> TableView:
+        """A TableView of ``topic`` (read_compacted reader from EARLIEST), caught up before it returns."""
+        reader = await self.create_reader(
+            topic, EARLIEST, reader_name=subscription_name, is_read_compacted=True, schema=schema
+        )
+        view = TableView(reader)
+        try:
+            await view._catch_up()
+        except BaseException:
+            await reader.close()
+            raise
+        return view
 
     # ------------------------------------------------------------------ schema, close
     async def get_schema_info(self, topic: str, version: bytes | None = None) -> Any:
