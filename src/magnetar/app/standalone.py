@@ -37,6 +37,7 @@ from typing import Any
 import uvicorn
 
 from magnetar.app.config import StandaloneConfig
+from magnetar.app.functions_worker import start_functions_worker
 from magnetar.app.healthcheck import make_health_check
 from magnetar.app.storage import StorageStack, open_standalone_storage
 from magnetar.app.tls import broker_client_credentials, start_tls_listeners
@@ -107,6 +108,7 @@ class Standalone:
         self.broker_port: int = 0
         self.web_port: int = 0
         self.tls: Any = None  # app.tls.TlsListeners when a TLS port is configured
+        self.functions_worker: Any = None  # functions.worker.FunctionsWorker unless disabled
 
     # --- state machine -------------------------------------------------------------------------
 
@@ -166,6 +168,7 @@ class Standalone:
         await self._start_http(svc)
         assert self._http is not None
         self.tls = await start_tls_listeners(svc, self._http.config.app, self.config.bind_address)
+        self.functions_worker = await start_functions_worker(self, self._http.config.app)
 
     def _broker_properties(self) -> dict[str, str]:
         props = dict(self.config.properties)
@@ -235,6 +238,8 @@ class Standalone:
     async def _shutdown(self) -> None:
         self._move(StandaloneState.STOPPING)
         try:
+            if self.functions_worker is not None:
+                await _bounded("functions worker", self.functions_worker.aclose(), BROKER_STOP_TIMEOUT_S)
             await self._stop_http()
             if self.tls is not None:
                 await self.tls.aclose()

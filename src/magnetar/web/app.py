@@ -22,6 +22,7 @@ from magnetar.broker.admin.service import AdminService
 from magnetar.web import (
     brokers,
     compaction,
+    functions,
     lookup,
     metrics,
     namespaces,
@@ -48,6 +49,7 @@ ROUTERS = (
     topics.router,
     topic_policies.router,
     topic_admin.router,
+    functions.router,
 )
 
 
