@@ -5,8 +5,9 @@ instance id, code path, broker and web URLs, where to write stats) and starts
 this module.  It runs one :class:`~magnetar.functions.instance.FunctionInstance`
 on its own event loop, writes the instance's stats to the stats file every
 second (write to a temporary name, then rename, so a reader never sees half a
-file), and on SIGTERM stops the instance cleanly (pending outputs flushed and
-acknowledged) and exits 0.  A failure exits 1 with the reason on stderr; the
+file), stops when its parent (the worker) is gone -- even after a kill -9 of
+the worker no orphan keeps consuming -- and on SIGTERM stops the instance
+cleanly (pending outputs flushed and acknowledged) and exits 0.  A failure exits 1 with the reason on stderr; the
 runtime restarts it.
 """
 
@@ -55,12 +56,23 @@ async def _main(spec: dict) -> None:
                 _write_stats(stats_path, stats)
             await asyncio.sleep(STATS_INTERVAL_S)
 
+    parent = int(spec.get("parent_pid") or 0)
+
+    async def watch_parent() -> None:
+        # The worker's death (even kill -9) must not leave this instance running unsupervised.
+        while parent and os.getppid() == parent:  # noqa: ASYNC110 -- polling another process
+            await asyncio.sleep(STATS_INTERVAL_S)
+        if parent:
+            instance.stop()
+
     reporter = loop.create_task(report())
+    watchdog = loop.create_task(watch_parent())
     try:
         await instance.run()
     finally:
         reporter.cancel()
-        await asyncio.gather(reporter, return_exceptions=True)
+        watchdog.cancel()
+        await asyncio.gather(reporter, watchdog, return_exceptions=True)
         with contextlib.suppress(OSError):
             _write_stats(stats_path, stats)
         state.close()

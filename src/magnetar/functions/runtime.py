@@ -207,6 +207,7 @@ class ProcessRuntime(InstanceRuntime):
                     "broker_url": self.broker_url,
                     "web_url": self.web_url,
                     "stats_path": str(self.stats_path),
+                    "parent_pid": os.getpid(),
                 }
             )
         )
