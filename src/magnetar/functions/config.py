@@ -186,6 +186,8 @@ def parse_function_config(doc: Any, *, component: str | None = None) -> Function
         raise FunctionConfigError("inputs (or topicsPattern) is required: no input topic given")
     if kind is None and not class_name:
         raise FunctionConfigError("className is required")
+    if kind == "source" and not (doc.get("output") or doc.get("topicName")):
+        raise FunctionConfigError("topicName (the source's output topic) is required")
     if guarantee is ProcessingGuarantees.EFFECTIVELY_ONCE and (pattern or len(inputs) > 1):
         raise FunctionConfigError("EFFECTIVELY_ONCE needs exactly one input topic")
     position = _str(doc, "subscriptionPosition", "Latest") or "Latest"
@@ -196,7 +198,7 @@ def parse_function_config(doc: Any, *, component: str | None = None) -> Function
         className=class_name,
         inputs=inputs,
         topicsPattern=pattern or None,
-        output=_topic(doc, "output"),
+        output=_topic(doc, "output") or _topic(doc, "topicName"),  # a sourceConfig names it topicName
         logTopic=_topic(doc, "logTopic"),
         processingGuarantees=guarantee,
         parallelism=_int(doc, "parallelism", 1, 1, PARALLELISM_MAX) or 1,

@@ -121,10 +121,10 @@ class Context:
     # --- configuration ---------------------------------------------------------------------------
 
     def get_user_config_value(self, key: str) -> Any:
-        return self._config.userConfig.get(key)
+        return self.get_user_config_map().get(key)
 
     def get_user_config_map(self) -> dict[str, Any]:
-        return dict(self._config.userConfig)
+        return {**self._config.configs, **self._config.userConfig}
 
     def get_secret(self, secret_name: str) -> str | None:
         spec = self._config.secrets.get(secret_name)

@@ -218,7 +218,8 @@ class FunctionInstance:
             await self._enable_dedup(self.config.output)
         self._client = Client(self.broker_url)
         try:
-            consumer = await self._subscribe()
+            is_source = self.config.componentType == "source"
+            consumer = None if is_source else await self._subscribe()
             if self.config.output:
                 await self._producer(self.config.output)
             ctx = Context(
@@ -231,7 +232,9 @@ class FunctionInstance:
             )
             self.stats.running = True
             self.stats.error = ""
-            while not self._stopping.is_set():
+            if consumer is None:
+                await self._source_loop(fn, ctx)
+            while consumer is not None and not self._stopping.is_set():
                 try:
                     msg = await consumer.receive(RECEIVE_POLL_MS)
                 except Exception as exc:
@@ -262,6 +265,30 @@ class FunctionInstance:
             r = await http.post(url, json=True)
         if r.status_code >= 300:
             raise RuntimeError(f"enabling deduplication on {topic} failed: {r.status_code} {r.text[:200]}")
+
+    async def _source_loop(self, fn: Any, ctx: Context) -> None:
+        """A source: ask its ``read`` (on the user thread) for values and publish them to the output."""
+        assert self._loop is not None and self.config.output
+        while not self._stopping.is_set():
+            try:
+                value = await self._loop.run_in_executor(self._user, fn, None, ctx)
+            except Exception as exc:
+                self.stats.user_exception(exc)
+                value = None
+            if value is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), 0.05)
+                continue
+            self.stats.received_total += 1
+            fut = await self._publish(self.config.output, identity_serialize(value), {}, None)
+            fut.add_done_callback(self._source_sent)
+
+    def _source_sent(self, fut: asyncio.Future[Any]) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            self.stats.user_exception(fut.exception() or RuntimeError("send cancelled"), "system")
+        else:
+            self.stats.processed_successfully_total += 1
+            self.stats.last_invocation_ms = int(time.time() * 1000)
 
     def _call(self, fn: Any, ctx: Context, msg: Any) -> Any:
         ctx.set_message(msg)
