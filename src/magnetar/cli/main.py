@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "client": "magnetar.cli.client",
     "perf": "magnetar.cli.perf",
     "tokens": "magnetar.cli.tokens",
+    "functions": "magnetar.cli.functions",
 }
 
 

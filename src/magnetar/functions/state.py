@@ -141,3 +141,29 @@ class HttpStateClient:
 
     def close(self) -> None:
         self._http.close()
+
+
+class LocalState:
+    """In-process, non-durable state for ``magnetar functions localrun`` without a worker."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+
+    def incr(self, key: str, amount: int) -> int:
+        self._values[key] = int(self._values.get(key) or 0) + int(amount)
+        return self._values[key]
+
+    def get_counter(self, key: str) -> int:
+        return int(self._values.get(key) or 0)
+
+    def del_counter(self, key: str) -> None:
+        self._values.pop(key, None)
+
+    def put_state(self, key: str, value: Any) -> None:
+        self._values[key] = value
+
+    def get_state(self, key: str) -> Any:
+        return self._values.get(key)
+
+    def close(self) -> None:
+        pass
