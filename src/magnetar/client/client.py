@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import itertools
 import re
-import ssl
 import time
 import uuid
 from typing import Any
 
 from magnetar.client.acks import MultiplierRedeliveryBackoff
 from magnetar.client.auth import Authentication, AuthenticationTLS
-from magnetar.client.connection import ConnectionConfig
+from magnetar.client.connection import ConnectionConfig, make_ssl_context
 from magnetar.client.consumer import Consumer
 from magnetar.client.consumer_impl import ConsumerConf
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, NotSupported
@@ -38,7 +37,13 @@ from magnetar.client.pool import ConnectionPool
 from magnetar.client.producer import Producer
 from magnetar.client.producer_impl import PartitionProducer, ProducerConf
 from magnetar.client.reader import Reader
-from magnetar.client.schema import BytesSchema, Schema
+from magnetar.client.schema import AvroSchema, BytesSchema, Schema
+from magnetar.client.schema_auto import (
+    AutoConsumeSchema,
+    AutoProduceBytesSchema,
+    SchemaResolver,
+    schema_for_wire,
+)
 from magnetar.client.tableview import TableView
 from magnetar.client.types import (
     BatchingType,
@@ -93,13 +98,18 @@ class Client:
         self.service_url = service_url
         self.authentication = authentication or Authentication()
         self.use_tls = use_tls or scheme in ("pulsar+ssl", "https")
-        ssl_ctx = self._ssl_context(
-            tls_trust_certs_file_path,
-            tls_allow_insecure_connection,
-            tls_validate_hostname,
-            tls_certificate_file_path,
-            tls_private_key_file_path,
-        )
+        if isinstance(self.authentication, AuthenticationTLS):
+            tls_certificate_file_path = self.authentication.tls_cert_file
+            tls_private_key_file_path = self.authentication.tls_key_file
+        ssl_ctx = None
+        if self.use_tls:
+            ssl_ctx = make_ssl_context(
+                tls_trust_certs_file_path,
+                tls_allow_insecure_connection,
+                tls_validate_hostname,
+                tls_certificate_file_path,
+                tls_private_key_file_path,
+            )
         self.pool = ConnectionPool(
             ConnectionConfig(
                 self.authentication,
@@ -122,19 +132,6 @@ class Client:
         self._consumer_ids = itertools.count()
         self._handles: list[Any] = []
         self._closed = False
-
-    def _ssl_context(self, trust, insecure, validate_host, cert, key) -> ssl.SSLContext | None:
-        if not self.use_tls:
-            return None
-        ctx = ssl.create_default_context(cafile=trust) if trust else ssl.create_default_context()
-        ctx.check_hostname = bool(validate_host) and not insecure
-        if insecure:
-            ctx.verify_mode = ssl.CERT_NONE
-        if isinstance(self.authentication, AuthenticationTLS):
-            cert, key = self.authentication.tls_cert_file, self.authentication.tls_key_file
-        if cert:
-            ctx.load_cert_chain(cert, key)
-        return ctx
 
     # ------------------------------------------------------------------ helpers
     def next_producer_id(self) -> int:
@@ -196,6 +193,10 @@ class Client:
             raise InvalidConfiguration("max_pending_messages must be positive")
         topic = str(TopicName.get(topic))
         schema = schema or BytesSchema()
+        if isinstance(schema, AutoProduceBytesSchema):
+            info = await self.lookup.get_schema(topic)
+            schema.wire = info[0] if info is not None else None
+            schema.topic_schema = schema_for_wire(schema.wire) if schema.wire is not None else None
         conf = ProducerConf(
             producer_name=producer_name,
             initial_sequence_id=initial_sequence_id,
@@ -308,6 +309,8 @@ class Client:
         consumer = Consumer(
             self, subscription_name, conf, schema if not isinstance(schema, BytesSchema) else None
         )
+        if isinstance(schema, AutoConsumeSchema | AvroSchema):
+            consumer._resolver = SchemaResolver(self, schema)
         try:
             if isinstance(topic, re.Pattern):
                 namespace, mode = self._pattern_namespace(topic, regex_subscription_mode)
@@ -378,6 +381,8 @@ class Client:
         schema = schema or BytesSchema()
         conf.schema = schema.wire_schema()
         consumer = Consumer(self, sub, conf, schema if not isinstance(schema, BytesSchema) else None)
+        if isinstance(schema, AutoConsumeSchema | AvroSchema):
+            consumer._resolver = SchemaResolver(self, schema)
         try:
             await consumer.add_topic(str(TopicName.get(topic)))
             special = start_message_id.ledger_id < 0 or start_message_id.ledger_id == LATEST.ledger_id

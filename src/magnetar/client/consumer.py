@@ -99,6 +99,7 @@ class Consumer:
         self._dlq_producer: Any = None
         self._dlq_lock = asyncio.Lock()
         self._zero_queue = conf.receiver_queue_size == 0
+        self._resolver: Any = None  # schema_auto.SchemaResolver for AUTO_CONSUME / Avro versions
 
     # ------------------------------------------------------------------ setup
     async def add_topic(self, topic: str) -> None:
@@ -164,6 +165,8 @@ class Consumer:
                     child.flow(1)
             msg = await self.queue.get(None if timeout_millis is None else timeout_millis / 1000.0)
         msg._consumer.message_dequeued(msg)
+        if self._resolver is not None:
+            msg._schema = await self._resolver.schema_for(msg._topic, msg._schema_version)
         return msg
 
     def __aiter__(self) -> Consumer:
