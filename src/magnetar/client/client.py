@@ -88,6 +88,7 @@ class Client:
         listener_name: str | None = None,
         keep_alive_interval_seconds: float = 30,
         memory_limit_bytes: int = 64 * 1024 * 1024,
+        partitions_update_interval_seconds: float = 60,
         rng: Rng | None = None,
     ) -> None:
         scheme = service_url.split("://", 1)[0].lower()
@@ -128,6 +129,7 @@ class Client:
             self.lookup = BinaryLookup(self.pool, service_url, self.use_tls, listener_name or "")
         self.rng = rng or Rng()
         self.memory = MemoryLimitController(memory_limit_bytes)
+        self.partitions_update_s = float(partitions_update_interval_seconds)
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
         self._handles: list[Any] = []
@@ -264,6 +266,7 @@ class Client:
         regex_subscription_mode: Any = RegexSubscriptionMode.PersistentOnly,
         dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
         subscription_properties: dict[str, str] | None = None,
+        retry_enable: bool = False,
         message_listener: Any = None,
         crypto_key_reader: Any = None,
         acknowledgment_group_time_ms: float = 100,
@@ -318,8 +321,13 @@ class Client:
                     await consumer.add_topic(t)
                 consumer.start_pattern_discovery(topic, namespace, mode, float(pattern_auto_discovery_period))
             else:
-                for t in [topic] if isinstance(topic, str) else list(topic):
-                    await consumer.add_topic(str(TopicName.get(t)))
+                names = [str(TopicName.get(t)) for t in ([topic] if isinstance(topic, str) else list(topic))]
+                if retry_enable:
+                    policy = dead_letter_policy.retry_letter_topic if dead_letter_policy else None
+                    consumer.retry_topic = policy or f"{names[0]}-{subscription_name}-RETRY"
+                    names.append(str(TopicName.get(consumer.retry_topic)))
+                for t in names:
+                    await consumer.add_topic(t)
         except BaseException:
             await consumer.close()
             raise
