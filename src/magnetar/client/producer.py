@@ -59,6 +59,7 @@ class Producer:
         self._topic = topic
         self._partitions = partitions
         self._schema = schema
+        self._bytes_schema = type(schema) is BytesSchema
         self._routing_mode = routing_mode
         self._hash = {
             HashingScheme.BoostHash: boost_hash,
@@ -142,7 +143,7 @@ class Producer:
             raise AlreadyClosed(f"producer on {self._topic} is closed")
         if txn is not None:
             raise NotSupported("transactions are not implemented in magnetar.client yet")
-        payload = self._schema.encode(content)
+        payload = content if type(content) is bytes and self._bytes_schema else self._schema.encode(content)
         if properties is not None:
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
                 raise InvalidConfiguration("message properties must map str to str")

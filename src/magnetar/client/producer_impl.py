@@ -177,7 +177,9 @@ class PartitionProducer:
             await self._space.wait()
             if self._closed:
                 raise AlreadyClosed(f"producer on {self.topic} is closed")
-        await self.client.memory.reserve(len(msg.payload), self.conf.block_if_queue_full)
+        memory = self.client.memory
+        if not memory.try_reserve(len(msg.payload)):
+            await memory.reserve(len(msg.payload), self.conf.block_if_queue_full)
         msg.on_done = self.client.memory.release
         if msg.sequence_id < 0:
             msg.sequence_id = self._next_seq
