@@ -238,7 +238,11 @@ class Consumer:
         if txn is not None:
             raise NotSupported("transactional acks are not implemented in magnetar.client yet")
         if type(message) is Message:
-            message._consumer.acknowledge(message._id, message._chunk_ids)
+            mid = message._id
+            if type(mid) is tuple:
+                message._consumer.acknowledge_raw(mid)
+            else:
+                message._consumer.acknowledge(mid, message._chunk_ids)
             return
         child, mid, chunks = self._child_of(message)
         child.acknowledge(mid, chunks)
