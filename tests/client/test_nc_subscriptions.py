@@ -243,3 +243,28 @@ async def test_batch_receive(client, topic):
     rest = await c.batch_receive(max_num_messages=100, timeout_ms=300)
     assert len(rest) == 15
     assert await c.batch_receive(timeout_ms=100) == []
+
+
+async def test_dead_letter_initial_subscription_keeps_messages(client, topic):
+    c = await client.subscribe(
+        topic, "s", consumer_type="Shared", negative_ack_redelivery_delay_ms=50,
+        dead_letter_policy=ConsumerDeadLetterPolicy(max_redeliver_count=1, initial_subscription_name="keep"),
+    )  # fmt: skip
+    p = await client.create_producer(topic, batching_enabled=False)
+    await p.send(b"lost?")
+    for _ in range(2):
+        await c.negative_acknowledge(await c.receive(5000))
+    await asyncio.sleep(1.0)  # the DLQ producer created "keep" before publishing
+    late = await client.subscribe(f"{topic}-s-DLQ", "keep")  # Latest, but the subscription exists
+    assert (await late.receive(5000)).data() == b"lost?"
+
+
+async def test_unimplemented_options_raise(client, topic):
+    from magnetar.client import NotSupported
+
+    with pytest.raises(NotSupported):
+        await client.create_producer(topic, lazy_start_partitioned_producers=True)
+    with pytest.raises(NotSupported):
+        await client.create_producer(topic, encryption_key="k")
+    with pytest.raises(NotSupported):
+        await client.create_reader(topic, "earliest", reader_listener=lambda r, m: None)

@@ -180,13 +180,18 @@ class Client:
         message_router: Any = None,
         properties: dict[str, str] | None = None,
         access_mode: Any = ProducerAccessMode.Shared,
+        initial_subscription_name: str | None = None,
         lazy_start_partitioned_producers: bool = False,
         batching_type: Any = BatchingType.Default,
         encryption_key: Any = None,
         crypto_key_reader: Any = None,
     ) -> Producer:
         self._check()
-        _reject(encryption_key=encryption_key, crypto_key_reader=crypto_key_reader)
+        _reject(
+            encryption_key=encryption_key,
+            crypto_key_reader=crypto_key_reader,
+            lazy_start_partitioned_producers=lazy_start_partitioned_producers,
+        )
         if chunking_enabled and batching_enabled:
             batching_enabled = (
                 False  # the official clients refuse both; chunking wins, as in pulsar-client CLI
@@ -215,6 +220,7 @@ class Client:
             properties=properties,
             schema=schema.wire_schema(),
             key_based_batching=coerce(BatchingType, batching_type) == BatchingType.KeyBased,
+            initial_subscription_name=initial_subscription_name,
         )
         n = await self.lookup.partitions(topic)
         names = [(f"{topic}-partition-{i}", i) for i in range(n)] if n > 0 else [(topic, -1)]
@@ -303,6 +309,9 @@ class Client:
             ack_timeout_ms=unacked_messages_timeout_ms or 0,
             max_redeliver_count=dead_letter_policy.max_redeliver_count if dead_letter_policy else 0,
             dead_letter_topic=dead_letter_policy.dead_letter_topic if dead_letter_policy else None,
+            dlq_initial_subscription=dead_letter_policy.initial_subscription_name
+            if dead_letter_policy
+            else None,
             replicate_subscription_state=replicate_subscription_state_enabled,
             key_shared=ks,
             max_pending_chunked_messages=max_pending_chunked_message,

@@ -274,7 +274,11 @@ class Consumer:
                 # named after the consumer's (first) topic, not the retry topic it may come from
                 base = (self._topics[0] if self._topics else child.topic).split("-partition-")[0]
                 topic = self._conf.dead_letter_topic or f"{base}-{self._subscription}-DLQ"
-                self._dlq_producer = await self.client.create_producer(topic, batching_enabled=False)
+                self._dlq_producer = await self.client.create_producer(
+                    topic,
+                    batching_enabled=False,
+                    initial_subscription_name=self._conf.dlq_initial_subscription,
+                )
         if props is None:
             props = msg.properties()
             props.setdefault("REAL_TOPIC", msg.topic_name())

@@ -85,6 +85,7 @@ class ConsumerConf:
     ack_timeout_ms: float = 0.0
     max_redeliver_count: int = 0  # 0: no dead-letter topic
     dead_letter_topic: str | None = None
+    dlq_initial_subscription: str | None = None
     replicate_subscription_state: bool = False
     key_shared: KeySharedPolicy | None = None
     priority_level: int = 0

@@ -84,7 +84,7 @@ class ProducerConf:
     access_mode: ProducerAccessMode = ProducerAccessMode.Shared
     properties: dict[str, str] | None = None
     schema: WireSchema | None = None
-    lazy_start: bool = False
+    initial_subscription_name: str | None = None
     key_based_batching: bool = False
 
 
@@ -141,6 +141,7 @@ class PartitionProducer:
                 user_provided_producer_name=named,
                 access_mode=WireAccessMode(int(self.conf.access_mode)),
                 topic_epoch=self._topic_epoch,
+                initial_subscription_name=self.conf.initial_subscription_name,
             ),
             timeout_s=None if self.conf.access_mode == ProducerAccessMode.WaitForExclusive else -1.0,
         )
