@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from conftest import create_partitioned
+from nc_helpers import create_partitioned
 
 from magnetar.client import (
     Client,
@@ -229,7 +229,7 @@ async def test_client_memory_limit_blocks_or_fails(standalone, topic):
 
 
 async def test_new_partitions_are_picked_up(standalone, topic):
-    from conftest import admin
+    from nc_helpers import admin
 
     create_partitioned(standalone, topic, 2)
     c = Client(standalone.broker_url, partitions_update_interval_seconds=0.5)

@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from conftest import create_partitioned
+from nc_helpers import create_partitioned
 
 from magnetar.client import ConsumerBusy, ConsumerDeadLetterPolicy, InvalidConfiguration, Timeout
 
