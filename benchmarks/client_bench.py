@@ -12,6 +12,7 @@ for each client in turn, on fresh topics:
   ``--seconds``: each payload carries its send time (``time.perf_counter``, same
   process), the consumer records receive time minus send time; p50 / p99 / max.
 
+magnetar.client runs on the standard asyncio loop and on uvloop (``--loop``).
 Every figure comes from the same machine and broker within one run, so the
 two columns can be compared; absolute values depend on the broker (which
 writes every entry to its own storage) as much as on the clients.
@@ -184,6 +185,9 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=5_000)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--size", type=int, default=100)
+    ap.add_argument(
+        "--loop", choices=("uvloop", "asyncio", "both"), default="both", help="magnetar.client's loop"
+    )
     args = ap.parse_args()
     proc = None
     url = args.url
@@ -194,18 +198,21 @@ def main() -> None:
         proc.start()
         url = proc.broker_url
     try:
-        results = {
-            "official (C++ core)": official_run(url, args),
-            "magnetar.client": asyncio.run(native_run(url, args)),
-        }
+        results = {"official (C++ core)": official_run(url, args)}
+        if args.loop in ("asyncio", "both"):
+            results["magnetar.client asyncio"] = asyncio.run(native_run(url, args))
+        if args.loop in ("uvloop", "both"):
+            import uvloop
+
+            results["magnetar.client uvloop"] = uvloop.run(native_run(url, args))
     finally:
         if proc is not None:
             proc.terminate()
     names = list(next(iter(results.values())))
     print(f"{args.size}-byte messages; e2e at {args.rate:g} msg/s for {args.seconds:g} s; broker {url}")
-    print(f"{'':26}" + "".join(f"{k:>22}" for k in results))
+    print(f"{'':26}" + "".join(f"{k:>25}" for k in results))
     for name in names:
-        print(f"{name:26}" + "".join(f"{r[name]:>22,.1f}" for r in results.values()))
+        print(f"{name:26}" + "".join(f"{r[name]:>25,.1f}" for r in results.values()))
 
 
 if __name__ == "__main__":

@@ -6,8 +6,6 @@ The official ``pulsar-client`` (test extra) is used only by the interoperability
 
 from __future__ import annotations
 
-import json
-import urllib.request
 import uuid
 
 import pytest
@@ -31,25 +29,6 @@ def standalone(tmp_path_factory: pytest.TempPathFactory):
 def topic(request) -> str:
     base = request.node.name.replace("[", "-").replace("]", "").replace("/", "-")[:50]
     return f"persistent://public/default/{base}-{uuid.uuid4().hex[:8]}"
-
-
-def admin(standalone, method: str, path: str, body: object = None) -> tuple[int, bytes]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(
-        standalone.web_url + path, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read()
-
-
-def create_partitioned(standalone, topic: str, n: int) -> str:
-    local = topic.rsplit("/", 1)[1]
-    status, body = admin(standalone, "PUT", f"/admin/v2/persistent/public/default/{local}/partitions", n)
-    assert status == 204, body
-    return topic
 
 
 @pytest.fixture

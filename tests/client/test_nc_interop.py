@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import create_partitioned
+from nc_helpers import create_partitioned
 
 from magnetar.client import AvroSchema, JsonSchema, StringSchema
 

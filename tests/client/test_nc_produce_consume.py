@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from conftest import create_partitioned
+from nc_helpers import create_partitioned
 
 from magnetar.client import (
     Client,
@@ -224,5 +224,26 @@ async def test_client_memory_limit_blocks_or_fails(standalone, topic):
         await fut
         await slow.flush()
         assert c.memory.used_bytes == 0
+    finally:
+        await c.close()
+
+
+async def test_new_partitions_are_picked_up(standalone, topic):
+    from nc_helpers import admin
+
+    create_partitioned(standalone, topic, 2)
+    c = Client(standalone.broker_url, partitions_update_interval_seconds=0.5)
+    try:
+        consumer = await c.subscribe(topic, "s", initial_position="earliest")
+        producer = await c.create_producer(topic, batching_enabled=False)
+        local = topic.rsplit("/", 1)[1]
+        status, body = admin(standalone, "POST", f"/admin/v2/persistent/public/default/{local}/partitions", 4)
+        assert status == 204, body
+        await asyncio.sleep(1.5)
+        assert producer.num_partitions == 4
+        ids = [await producer.send(str(i).encode()) for i in range(12)]
+        assert {m.partition for m in ids} == {0, 1, 2, 3}
+        got = {(await consumer.receive(5000)).topic_name() for _ in range(12)}
+        assert got == {f"{topic}-partition-{i}" for i in range(4)}
     finally:
         await c.close()

@@ -67,7 +67,7 @@ async def test_reader_seek_and_async_iteration(client, topic):
 
 
 async def test_reader_on_partitioned_topic(standalone, client, topic):
-    from conftest import create_partitioned
+    from nc_helpers import create_partitioned
 
     from magnetar.client import NotSupported
 

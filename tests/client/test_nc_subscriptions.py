@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from conftest import create_partitioned
+from nc_helpers import create_partitioned
 
 from magnetar.client import ConsumerBusy, ConsumerDeadLetterPolicy, InvalidConfiguration, Timeout
 
@@ -212,3 +212,59 @@ async def test_negative_ack_backoff_grows_with_redelivery_count(client, topic):
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert gaps[0] >= 0.15 and gaps[1] >= 0.5  # 200 ms, then 600 ms
     assert gaps[1] > gaps[0]
+
+
+async def test_reconsume_later_through_the_retry_topic_then_dead_letter(client, topic):
+    dlq = await client.subscribe(f"{topic}-s-DLQ", "d")
+    c = await client.subscribe(
+        topic, "s", consumer_type="Shared", retry_enable=True,
+        dead_letter_policy=ConsumerDeadLetterPolicy(max_redeliver_count=2),
+    )  # fmt: skip
+    p = await client.create_producer(topic)
+    await p.send(b"again", properties={"a": "1"})
+    seen = []
+    t0 = time.monotonic()
+    for _ in range(3):
+        msg = await c.receive(10_000)
+        seen.append((msg.topic_name(), msg.properties().get("RECONSUMETIMES")))
+        await c.reconsume_later(msg, 300)
+    assert seen == [(topic, None), (f"{topic}-s-RETRY", "1"), (f"{topic}-s-RETRY", "2")]
+    assert time.monotonic() - t0 >= 0.5  # two delayed redeliveries
+    dead = await dlq.receive(5000)
+    assert dead.data() == b"again" and dead.properties()["RECONSUMETIMES"] == "3"
+    assert dead.properties()["a"] == "1" and dead.properties()["REAL_TOPIC"] == topic
+
+
+async def test_batch_receive(client, topic):
+    c = await client.subscribe(topic, "s", initial_position="earliest")
+    await _produce(client, topic, 25)
+    first = await c.batch_receive(max_num_messages=10, timeout_ms=2000)
+    assert [m.data() for m in first] == [f"m{i}".encode() for i in range(10)]
+    rest = await c.batch_receive(max_num_messages=100, timeout_ms=300)
+    assert len(rest) == 15
+    assert await c.batch_receive(timeout_ms=100) == []
+
+
+async def test_dead_letter_initial_subscription_keeps_messages(client, topic):
+    c = await client.subscribe(
+        topic, "s", consumer_type="Shared", negative_ack_redelivery_delay_ms=50,
+        dead_letter_policy=ConsumerDeadLetterPolicy(max_redeliver_count=1, initial_subscription_name="keep"),
+    )  # fmt: skip
+    p = await client.create_producer(topic, batching_enabled=False)
+    await p.send(b"lost?")
+    for _ in range(2):
+        await c.negative_acknowledge(await c.receive(5000))
+    await asyncio.sleep(1.0)  # the DLQ producer created "keep" before publishing
+    late = await client.subscribe(f"{topic}-s-DLQ", "keep")  # Latest, but the subscription exists
+    assert (await late.receive(5000)).data() == b"lost?"
+
+
+async def test_unimplemented_options_raise(client, topic):
+    from magnetar.client import NotSupported
+
+    with pytest.raises(NotSupported):
+        await client.create_producer(topic, lazy_start_partitioned_producers=True)
+    with pytest.raises(NotSupported):
+        await client.create_producer(topic, encryption_key="k")
+    with pytest.raises(NotSupported):
+        await client.create_reader(topic, "earliest", reader_listener=lambda r, m: None)

@@ -10,6 +10,8 @@ Module map (each module's docstring gives its theory of operation):
   multi-topic queue; one partition's subscription and permits; MESSAGE decoding; ack grouping
   and redelivery; readers; table views.
 - ``memory``, ``hashing``: the client-wide memory limit; the partition-routing key hashes.
+- ``schema_types``, ``schema_auto``: primitive and KeyValue schemas; AUTO_CONSUME, AUTO_PRODUCE and
+  decoding by the writer's schema version.
 - ``message``, ``schema``, ``auth``, ``types``, ``errors``: values, schemas, authentication,
   enums (names accepted as strings) and typed exceptions.
 """
@@ -29,6 +31,17 @@ from magnetar.client.message import EARLIEST, LATEST, Message, MessageId
 from magnetar.client.producer import Producer
 from magnetar.client.reader import Reader
 from magnetar.client.schema import AvroSchema, BytesSchema, JsonSchema, Schema, StringSchema
+from magnetar.client.schema_auto import AutoConsumeSchema, AutoProduceBytesSchema
+from magnetar.client.schema_types import (
+    BooleanSchema,
+    DoubleSchema,
+    FloatSchema,
+    Int8Schema,
+    Int16Schema,
+    Int32Schema,
+    Int64Schema,
+    KeyValueSchema,
+)
 from magnetar.client.tableview import TableView
 from magnetar.client.types import (
     BatchingType,
@@ -42,6 +55,8 @@ from magnetar.client.types import (
 )
 
 __all__ = [
+    "AutoConsumeSchema", "AutoProduceBytesSchema", "BooleanSchema", "DoubleSchema", "FloatSchema",
+    "Int8Schema", "Int16Schema", "Int32Schema", "Int64Schema", "KeyValueSchema",
     "EARLIEST", "LATEST", "Authentication", "AuthenticationBasic", "AuthenticationTLS",
     "AuthenticationToken", "AvroSchema", "BatchingType", "BytesSchema", "Client", "CompressionType",
     "Consumer", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy", "ConsumerType", "HashingScheme",

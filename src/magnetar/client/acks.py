@@ -46,12 +46,14 @@ class BatchTracker:
 
     def ack_index(self, mid: MessageId) -> set[int] | None:
         """Mark one index acked; the remaining set (empty: the whole entry is done)."""
-        key = (mid.ledger_id, mid.entry_id)
+        return self.ack_key((mid.ledger_id, mid.entry_id), mid.batch_index, mid.batch_size)
+
+    def ack_key(self, key: EntryKey, batch_index: int, batch_size: int) -> set[int]:
         left = self._remaining.get(key)
         if left is None:
-            left = set(range(mid.batch_size))
+            left = set(range(batch_size))
             self._remaining[key] = left
-        left.discard(mid.batch_index)
+        left.discard(batch_index)
         if not left:
             del self._remaining[key]
         return left
@@ -72,7 +74,7 @@ class AckGrouper:
     def __init__(self, batch_index_ack: bool) -> None:
         self.batch_index_ack = batch_index_ack
         self.batches = BatchTracker()
-        self._individual: dict[EntryKey, MessageId] = {}
+        self._individual: dict[EntryKey, MessageId | None] = {}  # None: the plain entry id
         self._cumulative: MessageId | None = None
 
     def __len__(self) -> int:
@@ -88,7 +90,22 @@ class AckGrouper:
                 entry = MessageId(mid.ledger_id, mid.entry_id, ack_set=ack_set_words(left, mid.batch_size))
                 self._individual[(mid.ledger_id, mid.entry_id)] = entry
                 return len(self._individual) >= MAX_GROUP
-        self._individual[(mid.ledger_id, mid.entry_id)] = MessageId(mid.ledger_id, mid.entry_id)
+        self._individual[(mid.ledger_id, mid.entry_id)] = None
+        return len(self._individual) >= MAX_GROUP
+
+    def add_raw(self, ledger_id: int, entry_id: int, batch_index: int, batch_size: int) -> bool:
+        """``add_individual`` without a MessageId (the consumer's hot path); True when full."""
+        key = (ledger_id, entry_id)
+        if batch_index >= 0 and batch_size > 1:
+            left = self.batches.ack_key(key, batch_index, batch_size)
+            if left:
+                if not self.batch_index_ack:
+                    return False
+                self._individual[key] = MessageId(
+                    ledger_id, entry_id, ack_set=ack_set_words(left, batch_size)
+                )
+                return len(self._individual) >= MAX_GROUP
+        self._individual[key] = None
         return len(self._individual) >= MAX_GROUP
 
     def add_cumulative(self, mid: MessageId) -> None:
@@ -109,7 +126,8 @@ class AckGrouper:
             self._cumulative = target
 
     def take(self) -> tuple[list[MessageId], MessageId | None]:
-        ind, self._individual = list(self._individual.values()), {}
+        pending, self._individual = self._individual, {}
+        ind = [mid if mid is not None else MessageId(*key) for key, mid in pending.items()]
         cum, self._cumulative = self._cumulative, None
         return ind, cum
 

@@ -23,6 +23,7 @@ bytes again (same sequence ids: the broker's deduplication sees a retry).
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -138,6 +139,50 @@ def single_ops(
     return ops
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_U32 = struct.Struct(">I")
+
+
+def encode_records(msgs: list[OutgoingMessage]) -> bytes:
+    """The batch blob; plain messages (no key, properties or event time) are encoded by hand.
+
+    A plain record's SingleMessageMetadata is just ``payload_size`` (field 3) and
+    ``sequence_id`` (field 8): ``18 <varint> 40 <varint>``, the bytes protobuf
+    writes for it; anything else goes through ``protocol.batch``.
+    """
+    parts: list[bytes] = []
+    for m in msgs:
+        if m.properties or m.partition_key is not None or m.ordering_key is not None or m.event_time:
+            parts.append(
+                encode_batch(
+                    [
+                        SingleMessage(
+                            payload=m.payload,
+                            properties=m.properties or {},
+                            partition_key=m.partition_key,
+                            ordering_key=m.ordering_key,
+                            event_time=m.event_time,
+                            sequence_id=m.sequence_id,
+                        )
+                    ]
+                )
+            )
+            continue
+        meta = b"\x18" + _varint(len(m.payload)) + b"\x40" + _varint(m.sequence_id)
+        parts.append(_U32.pack(len(meta)))
+        parts.append(meta)
+        parts.append(m.payload)
+    return b"".join(parts)
+
+
 class BatchContainer:
     """Messages waiting to go out as one batch entry."""
 
@@ -161,18 +206,7 @@ class BatchContainer:
 
     def build(self, ident: ProducerIdentity, publish_time: int, now_s: float) -> OpSend:
         msgs, self.messages, self.nbytes = self.messages, [], 0
-        records = [
-            SingleMessage(
-                payload=m.payload,
-                properties=m.properties or {},
-                partition_key=m.partition_key,
-                ordering_key=m.ordering_key,
-                event_time=m.event_time,
-                sequence_id=m.sequence_id,
-            )
-            for m in msgs
-        ]
-        blob = encode_batch(records)
+        blob = encode_records(msgs)
         extra: dict[str, Any] = {"num_messages_in_batch": len(msgs)}
         body = blob
         if ident.compression:

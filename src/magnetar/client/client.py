@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import itertools
 import re
-import ssl
 import time
 import uuid
 from typing import Any
 
 from magnetar.client.acks import MultiplierRedeliveryBackoff
 from magnetar.client.auth import Authentication, AuthenticationTLS
-from magnetar.client.connection import ConnectionConfig
+from magnetar.client.connection import ConnectionConfig, make_ssl_context
 from magnetar.client.consumer import Consumer
 from magnetar.client.consumer_impl import ConsumerConf
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, NotSupported
@@ -38,7 +37,13 @@ from magnetar.client.pool import ConnectionPool
 from magnetar.client.producer import Producer
 from magnetar.client.producer_impl import PartitionProducer, ProducerConf
 from magnetar.client.reader import Reader
-from magnetar.client.schema import BytesSchema, Schema
+from magnetar.client.schema import AvroSchema, BytesSchema, Schema
+from magnetar.client.schema_auto import (
+    AutoConsumeSchema,
+    AutoProduceBytesSchema,
+    SchemaResolver,
+    schema_for_wire,
+)
 from magnetar.client.tableview import TableView
 from magnetar.client.types import (
     BatchingType,
@@ -83,6 +88,7 @@ class Client:
         listener_name: str | None = None,
         keep_alive_interval_seconds: float = 30,
         memory_limit_bytes: int = 64 * 1024 * 1024,
+        partitions_update_interval_seconds: float = 60,
         rng: Rng | None = None,
     ) -> None:
         scheme = service_url.split("://", 1)[0].lower()
@@ -93,13 +99,18 @@ class Client:
         self.service_url = service_url
         self.authentication = authentication or Authentication()
         self.use_tls = use_tls or scheme in ("pulsar+ssl", "https")
-        ssl_ctx = self._ssl_context(
-            tls_trust_certs_file_path,
-            tls_allow_insecure_connection,
-            tls_validate_hostname,
-            tls_certificate_file_path,
-            tls_private_key_file_path,
-        )
+        if isinstance(self.authentication, AuthenticationTLS):
+            tls_certificate_file_path = self.authentication.tls_cert_file
+            tls_private_key_file_path = self.authentication.tls_key_file
+        ssl_ctx = None
+        if self.use_tls:
+            ssl_ctx = make_ssl_context(
+                tls_trust_certs_file_path,
+                tls_allow_insecure_connection,
+                tls_validate_hostname,
+                tls_certificate_file_path,
+                tls_private_key_file_path,
+            )
         self.pool = ConnectionPool(
             ConnectionConfig(
                 self.authentication,
@@ -118,23 +129,11 @@ class Client:
             self.lookup = BinaryLookup(self.pool, service_url, self.use_tls, listener_name or "")
         self.rng = rng or Rng()
         self.memory = MemoryLimitController(memory_limit_bytes)
+        self.partitions_update_s = float(partitions_update_interval_seconds)
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
         self._handles: list[Any] = []
         self._closed = False
-
-    def _ssl_context(self, trust, insecure, validate_host, cert, key) -> ssl.SSLContext | None:
-        if not self.use_tls:
-            return None
-        ctx = ssl.create_default_context(cafile=trust) if trust else ssl.create_default_context()
-        ctx.check_hostname = bool(validate_host) and not insecure
-        if insecure:
-            ctx.verify_mode = ssl.CERT_NONE
-        if isinstance(self.authentication, AuthenticationTLS):
-            cert, key = self.authentication.tls_cert_file, self.authentication.tls_key_file
-        if cert:
-            ctx.load_cert_chain(cert, key)
-        return ctx
 
     # ------------------------------------------------------------------ helpers
     def next_producer_id(self) -> int:
@@ -181,13 +180,18 @@ class Client:
         message_router: Any = None,
         properties: dict[str, str] | None = None,
         access_mode: Any = ProducerAccessMode.Shared,
+        initial_subscription_name: str | None = None,
         lazy_start_partitioned_producers: bool = False,
         batching_type: Any = BatchingType.Default,
         encryption_key: Any = None,
         crypto_key_reader: Any = None,
     ) -> Producer:
         self._check()
-        _reject(encryption_key=encryption_key, crypto_key_reader=crypto_key_reader)
+        _reject(
+            encryption_key=encryption_key,
+            crypto_key_reader=crypto_key_reader,
+            lazy_start_partitioned_producers=lazy_start_partitioned_producers,
+        )
         if chunking_enabled and batching_enabled:
             batching_enabled = (
                 False  # the official clients refuse both; chunking wins, as in pulsar-client CLI
@@ -196,6 +200,10 @@ class Client:
             raise InvalidConfiguration("max_pending_messages must be positive")
         topic = str(TopicName.get(topic))
         schema = schema or BytesSchema()
+        if isinstance(schema, AutoProduceBytesSchema):
+            info = await self.lookup.get_schema(topic)
+            schema.wire = info[0] if info is not None else None
+            schema.topic_schema = schema_for_wire(schema.wire) if schema.wire is not None else None
         conf = ProducerConf(
             producer_name=producer_name,
             initial_sequence_id=initial_sequence_id,
@@ -212,6 +220,7 @@ class Client:
             properties=properties,
             schema=schema.wire_schema(),
             key_based_batching=coerce(BatchingType, batching_type) == BatchingType.KeyBased,
+            initial_subscription_name=initial_subscription_name,
         )
         n = await self.lookup.partitions(topic)
         names = [(f"{topic}-partition-{i}", i) for i in range(n)] if n > 0 else [(topic, -1)]
@@ -263,6 +272,7 @@ class Client:
         regex_subscription_mode: Any = RegexSubscriptionMode.PersistentOnly,
         dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
         subscription_properties: dict[str, str] | None = None,
+        retry_enable: bool = False,
         message_listener: Any = None,
         crypto_key_reader: Any = None,
         acknowledgment_group_time_ms: float = 100,
@@ -299,6 +309,9 @@ class Client:
             ack_timeout_ms=unacked_messages_timeout_ms or 0,
             max_redeliver_count=dead_letter_policy.max_redeliver_count if dead_letter_policy else 0,
             dead_letter_topic=dead_letter_policy.dead_letter_topic if dead_letter_policy else None,
+            dlq_initial_subscription=dead_letter_policy.initial_subscription_name
+            if dead_letter_policy
+            else None,
             replicate_subscription_state=replicate_subscription_state_enabled,
             key_shared=ks,
             max_pending_chunked_messages=max_pending_chunked_message,
@@ -308,6 +321,8 @@ class Client:
         consumer = Consumer(
             self, subscription_name, conf, schema if not isinstance(schema, BytesSchema) else None
         )
+        if isinstance(schema, AutoConsumeSchema | AvroSchema):
+            consumer._resolver = SchemaResolver(self, schema)
         try:
             if isinstance(topic, re.Pattern):
                 namespace, mode = self._pattern_namespace(topic, regex_subscription_mode)
@@ -315,8 +330,13 @@ class Client:
                     await consumer.add_topic(t)
                 consumer.start_pattern_discovery(topic, namespace, mode, float(pattern_auto_discovery_period))
             else:
-                for t in [topic] if isinstance(topic, str) else list(topic):
-                    await consumer.add_topic(str(TopicName.get(t)))
+                names = [str(TopicName.get(t)) for t in ([topic] if isinstance(topic, str) else list(topic))]
+                if retry_enable:
+                    policy = dead_letter_policy.retry_letter_topic if dead_letter_policy else None
+                    consumer.retry_topic = policy or f"{names[0]}-{subscription_name}-RETRY"
+                    names.append(str(TopicName.get(consumer.retry_topic)))
+                for t in names:
+                    await consumer.add_topic(t)
         except BaseException:
             await consumer.close()
             raise
@@ -378,6 +398,8 @@ class Client:
         schema = schema or BytesSchema()
         conf.schema = schema.wire_schema()
         consumer = Consumer(self, sub, conf, schema if not isinstance(schema, BytesSchema) else None)
+        if isinstance(schema, AutoConsumeSchema | AvroSchema):
+            consumer._resolver = SchemaResolver(self, schema)
         try:
             await consumer.add_topic(str(TopicName.get(topic)))
             special = start_message_id.ledger_id < 0 or start_message_id.ledger_id == LATEST.ledger_id

@@ -85,6 +85,19 @@ class ConnectionConfig:
     client_version: str = client_commands.CLIENT_VERSION
 
 
+def make_ssl_context(
+    trust_file: str | None, insecure: bool, validate_hostname: bool, cert: str | None, key: str | None
+) -> ssl.SSLContext:
+    """The TLS context: trusted CAs, the insecure / hostname switches, an optional client certificate."""
+    ctx = ssl.create_default_context(cafile=trust_file) if trust_file else ssl.create_default_context()
+    ctx.check_hostname = bool(validate_hostname) and not insecure
+    if insecure:
+        ctx.verify_mode = ssl.CERT_NONE
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
 def split_host_port(address: str) -> tuple[str, int]:
     """``pulsar://h:p`` / ``pulsar+ssl://h:p`` / ``h:p`` -> (host, port)."""
     rest = address.split("://", 1)[-1].rstrip("/")

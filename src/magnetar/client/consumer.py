@@ -13,7 +13,10 @@ the broker a permit back (the receiver queue bounds memory per child).
 A pattern consumer re-lists the namespace every
 ``pattern_auto_discovery_period`` seconds, subscribes to new matching topics
 and closes the children of topics that went away. Dead-letter publishing uses
-one lazily created producer per consumer. ``txn=`` on acks is reserved for
+one lazily created producer per consumer; ``reconsume_later`` publishes to
+the retry topic (``<topic>-<subscription>-RETRY``, subscribed along with the
+topic when ``retry_enable`` is set) with a delivery delay and a
+``RECONSUMETIMES`` count, and to the dead-letter topic past the limit. ``txn=`` on acks is reserved for
 transactions and raises ``NotSupported``.
 """
 
@@ -96,18 +99,25 @@ class Consumer:
         self._topics: list[str] = []
         self._closed = False
         self._pattern_task: asyncio.Task[None] | None = None
+        self._partitions_task: asyncio.Task[None] | None = None
+        self._partitioned: dict[str, int] = {}
         self._dlq_producer: Any = None
+        self._retry_producer: Any = None
+        self.retry_topic: str | None = None
         self._dlq_lock = asyncio.Lock()
         self._zero_queue = conf.receiver_queue_size == 0
+        self._resolver: Any = None  # schema_auto.SchemaResolver for AUTO_CONSUME / Avro versions
 
     # ------------------------------------------------------------------ setup
-    async def add_topic(self, topic: str) -> None:
-        """Subscribe to ``topic`` (all its partitions if partitioned)."""
+    async def add_topic(self, topic: str, first_partition: int = 0) -> None:
+        """Subscribe to ``topic`` (all its partitions from ``first_partition`` if partitioned)."""
         n = await self.client.lookup.partitions(topic)
-        names = [f"{topic}-partition-{i}" for i in range(n)] if n > 0 else [topic]
-        children = [
-            PartitionConsumer(self, name, i if n > 0 else -1, self._conf) for i, name in enumerate(names)
-        ]
+        if n > 0:
+            self._partitioned[topic] = n
+        names = [(f"{topic}-partition-{i}", i) for i in range(first_partition, n)] if n > 0 else [(topic, -1)]
+        if first_partition and not names:
+            return
+        children = [PartitionConsumer(self, name, i, self._conf) for name, i in names]
         results = await asyncio.gather(*(c.start() for c in children), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
@@ -115,7 +125,21 @@ class Consumer:
             raise errors[0]
         for c in children:
             self._children[c.topic] = c
-        self._topics.append(topic)
+        if topic not in self._topics:
+            self._topics.append(topic)
+        if self._partitions_task is None and self._partitioned and self.client.partitions_update_s > 0:
+            self._partitions_task = asyncio.create_task(self._partitions_loop())
+
+    async def _partitions_loop(self) -> None:
+        """Notice partitions added to partitioned topics (Pulsar's autoUpdatePartitions)."""
+        while not self._closed:
+            await asyncio.sleep(self.client.partitions_update_s)
+            for topic, known in list(self._partitioned.items()):
+                try:
+                    if await self.client.lookup.partitions(topic) > known:
+                        await self.add_topic(topic, first_partition=known)
+                except Exception as exc:
+                    log.warning("partition update of %s failed: %s", topic, exc)
 
     async def remove_topic(self, topic: str) -> None:
         self._topics = [t for t in self._topics if t != topic]
@@ -164,7 +188,29 @@ class Consumer:
                     child.flow(1)
             msg = await self.queue.get(None if timeout_millis is None else timeout_millis / 1000.0)
         msg._consumer.message_dequeued(msg)
+        if self._resolver is not None:
+            msg._schema = await self._resolver.schema_for(msg._topic, msg._schema_version)
         return msg
+
+    async def batch_receive(
+        self, max_num_messages: int = 100, max_num_bytes: int = 10 * 1024 * 1024, timeout_ms: int = 100
+    ) -> list[Message]:
+        """Messages until ``max_num_messages`` / ``max_num_bytes`` or ``timeout_ms`` (maybe none)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000.0
+        out: list[Message] = []
+        nbytes = 0
+        while len(out) < max_num_messages and nbytes < max_num_bytes:
+            remaining = deadline - loop.time()
+            if remaining <= 0 and not len(self.queue):
+                break
+            try:
+                msg = await self.receive(max(1, int(remaining * 1000)) if not len(self.queue) else None)
+            except Timeout:
+                break
+            out.append(msg)
+            nbytes += len(msg.data())
+        return out
 
     def __aiter__(self) -> Consumer:
         return self
@@ -192,7 +238,11 @@ class Consumer:
         if txn is not None:
             raise NotSupported("transactional acks are not implemented in magnetar.client yet")
         if type(message) is Message:
-            message._consumer.acknowledge(message._id, message._chunk_ids)
+            mid = message._id
+            if type(mid) is tuple:
+                message._consumer.acknowledge_raw(mid)
+            else:
+                message._consumer.acknowledge(mid, message._chunk_ids)
             return
         child, mid, chunks = self._child_of(message)
         child.acknowledge(mid, chunks)
@@ -216,21 +266,61 @@ class Consumer:
         for child in self._children.values():
             child.redeliver_all()
 
-    async def send_to_dead_letter(self, child: PartitionConsumer, msg: Message) -> None:
+    async def send_to_dead_letter(
+        self, child: PartitionConsumer, msg: Message, props: dict[str, str] | None = None
+    ) -> None:
         async with self._dlq_lock:
             if self._dlq_producer is None:
-                base = child.topic.split("-partition-")[0]
+                # named after the consumer's (first) topic, not the retry topic it may come from
+                base = (self._topics[0] if self._topics else child.topic).split("-partition-")[0]
                 topic = self._conf.dead_letter_topic or f"{base}-{self._subscription}-DLQ"
-                self._dlq_producer = await self.client.create_producer(topic, batching_enabled=False)
-        props = msg.properties()
-        props.setdefault("REAL_TOPIC", msg.topic_name())
-        props.setdefault("ORIGIN_MESSAGE_ID", str(msg.message_id()))
+                self._dlq_producer = await self.client.create_producer(
+                    topic,
+                    batching_enabled=False,
+                    initial_subscription_name=self._conf.dlq_initial_subscription,
+                )
+        if props is None:
+            props = msg.properties()
+            props.setdefault("REAL_TOPIC", msg.topic_name())
+            props.setdefault("ORIGIN_MESSAGE_ID", str(msg.message_id()))
         await self._dlq_producer.send(
             msg.data(),
             properties=props,
             partition_key=msg.partition_key() if msg.has_key() else None,
             event_timestamp=msg.event_timestamp() or None,
         )
+
+    async def reconsume_later(
+        self, message: Message, delay_ms: float, properties: dict[str, str] | None = None
+    ) -> None:
+        """Ack ``message`` and publish it again to the retry topic, delivered ``delay_ms`` later.
+
+        After ``max_redeliver_count`` reconsumes it goes to the dead-letter topic instead.
+        """
+        if self.retry_topic is None:
+            raise InvalidConfiguration("subscribe with retry_enable=True to use reconsume_later")
+        props = message.properties()
+        props.update(properties or {})
+        times = int(props.get("RECONSUMETIMES", "0")) + 1
+        props.setdefault("REAL_TOPIC", message.topic_name())
+        props.setdefault("ORIGIN_MESSAGE_ID", str(message.message_id()))
+        props["RECONSUMETIMES"] = str(times)
+        props["DELAY_TIME"] = str(int(delay_ms))
+        if self._conf.max_redeliver_count and times > self._conf.max_redeliver_count:
+            await self.send_to_dead_letter(message._consumer, message, props)
+        else:
+            async with self._dlq_lock:
+                if self._retry_producer is None:
+                    self._retry_producer = await self.client.create_producer(
+                        self.retry_topic, batching_enabled=False
+                    )
+            await self._retry_producer.send(
+                message.data(),
+                properties=props,
+                partition_key=message.partition_key() if message.has_key() else None,
+                deliver_after=delay_ms / 1000.0,
+            )
+        await self.acknowledge(message)
 
     # ------------------------------------------------------------------ seek, state
     async def seek(self, target: MessageId | int) -> None:
@@ -260,12 +350,14 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
-        if self._pattern_task is not None:
-            self._pattern_task.cancel()
+        for task in (self._pattern_task, self._partitions_task):
+            if task is not None:
+                task.cancel()
         await asyncio.gather(*(c.close() for c in self._children.values()), return_exceptions=True)
-        if self._dlq_producer is not None:
-            with contextlib.suppress(Exception):
-                await self._dlq_producer.close()
+        for extra in (self._dlq_producer, self._retry_producer):
+            if extra is not None:
+                with contextlib.suppress(Exception):
+                    await extra.close()
         for w in self.queue._waiters:
             if not w.done():
                 w.set_exception(AlreadyClosed("consumer closed"))

@@ -85,6 +85,7 @@ class ConsumerConf:
     ack_timeout_ms: float = 0.0
     max_redeliver_count: int = 0  # 0: no dead-letter topic
     dead_letter_topic: str | None = None
+    dlq_initial_subscription: str | None = None
     replicate_subscription_state: bool = False
     key_shared: KeySharedPolicy | None = None
     priority_level: int = 0
@@ -109,7 +110,7 @@ class PartitionConsumer:
             topic, partition, conf.max_pending_chunked_messages, conf.expire_incomplete_chunks_ms
         )
         self._decoder.start_id, self._decoder.start_inclusive = conf.start_message_id, conf.start_inclusive
-        self.last_dequeued: MessageId | None = None
+        self._last_msg: Any = None  # the last Message handed out (its id is built when needed)
         self._acks = AckGrouper(conf.batch_index_ack_enabled)
         self._redeliver = RedeliveryTracker()
         self._tick_task: asyncio.Task[None] | None = None
@@ -189,6 +190,10 @@ class PartitionConsumer:
         if skipped:
             self._give_back(skipped)
 
+    @property
+    def last_dequeued(self) -> MessageId | None:
+        return self._last_msg.message_id() if self._last_msg is not None else None
+
     def seed_batch(self, mid: MessageId, remaining: set[int]) -> None:
         """A redelivered batch: start its ack tracking from the broker's view."""
         self._acks.batches.seed(mid.ledger_id, mid.entry_id, remaining)
@@ -196,7 +201,7 @@ class PartitionConsumer:
     # ------------------------------------------------------------------ permits
     def message_dequeued(self, msg: Message) -> None:
         """The application took ``msg``: a permit comes back, ack timeout starts."""
-        self.last_dequeued = msg.message_id()
+        self._last_msg = msg
         if self.conf.ack_timeout_ms > 0:
             self._redeliver.schedule(
                 msg.message_id(), time.monotonic() + self.conf.ack_timeout_ms / 1000, msg
@@ -218,6 +223,13 @@ class PartitionConsumer:
             self._cnx.write(client_commands.flow(self.consumer_id, n))
 
     # ------------------------------------------------------------------ acks
+    def acknowledge_raw(self, raw: tuple[int, int, int, int, int]) -> None:
+        """Ack by (ledger, entry, partition, batch_index, batch_size) without a MessageId."""
+        if len(self._redeliver):
+            self._redeliver.cancel(MessageId(*raw))
+        if self._acks.add_raw(raw[0], raw[1], raw[3], raw[4]):
+            self.flush_acks()
+
     def acknowledge(self, msg_id: MessageId, chunk_ids: tuple[MessageId, ...] = ()) -> None:
         if len(self._redeliver):
             self._redeliver.cancel(msg_id)
@@ -298,7 +310,7 @@ class PartitionConsumer:
         else:
             self._decoder.start_id = None
             build = lambda rid: client_commands.seek(self.consumer_id, rid, message_publish_time=target)  # noqa: E731
-        self.last_dequeued = None
+        self._last_msg = None
         await cnx.request(T.SEEK, build)
         self.parent.queue.remove_if(lambda m: m._consumer is self)
         self._acks.take()

@@ -13,7 +13,11 @@ and seeks. ``decode(frame, owner)`` does, in order:
    skipped permit); the last one yields the whole payload with a MessageId
    of the last chunk carrying the first chunk's id;
 3. decompression of the (whole) payload;
-4. batch records: each gets ``(ledger, entry, partition, index, size)``;
+4. batch records: each gets ``(ledger, entry, partition, index, size)`` (kept
+   as a tuple until someone asks for the MessageId: building one costs more
+   than the rest of the record); a record whose metadata is only
+   ``payload_size`` and ``sequence_id`` -- the common case -- is read by hand,
+   others through protobuf;
    indexes whose ``ack_set`` bit is clear were acked before and are skipped,
    and the owner's batch-ack tracker is seeded with the ones still pending;
 5. the start filter: messages before the start id are skipped (the broker
@@ -26,13 +30,15 @@ the skipped permits back.
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
 
 from magnetar.client.message import Message
-from magnetar.protocol.batch import decode_batch_raw
+from magnetar.protocol.batch import MAX_BATCH_RECORDS, parse_single_metadata
 from magnetar.protocol.chunks import ChunkAssembler, is_chunk
 from magnetar.protocol.compression import decompress
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.frames import Frame
 from magnetar.protocol.message_id import INT64_MAX, MessageId
 from magnetar.protocol.payload import parse_headers_and_payload
@@ -49,6 +55,70 @@ def acked_before(ack_set: list[int], index: int) -> bool:
 def is_special(mid: MessageId) -> bool:
     """EARLIEST or LATEST: positions, not messages; nothing is filtered against them."""
     return mid.ledger_id < 0 or mid.ledger_id == INT64_MAX
+
+
+_U32 = struct.Struct(">I")
+
+
+def _simple_record(buf: bytes, pos: int, end: int) -> tuple[int, int] | None:
+    """(payload_size, sequence_id) when a record's metadata holds only those two varints, else None.
+
+    That is what the official clients write for a message without key, properties
+    or event time; anything else is left to protobuf.
+    """
+    size = seq = -1
+    while pos < end:
+        tag = buf[pos]
+        pos += 1
+        if tag != 0x18 and tag != 0x40:
+            return None
+        value = shift = 0
+        while True:
+            if pos >= end:
+                return None
+            b = buf[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+            if shift > 63:
+                return None
+        if tag == 0x18:
+            size = value
+        else:
+            seq = value - (1 << 64) if value >= 1 << 63 else value
+    return (size, seq) if size >= 0 else None
+
+
+def iter_records(payload: bytes, count: int) -> list[tuple[Any, int, int, int]]:
+    """[(metadata or None, sequence_id, start, end)] for the ``count`` records of a batch blob."""
+    if count < 0 or count > MAX_BATCH_RECORDS:
+        raise CorruptPayload(f"batch count {count} out of bounds")
+    size = len(payload)
+    pos = 0
+    out = []
+    for index in range(count):
+        if size - pos < 4:
+            raise CorruptPayload(f"batch record {index}: truncated metadata size")
+        meta_size = _U32.unpack_from(payload, pos)[0]
+        pos += 4
+        end = pos + meta_size
+        if end > size:
+            raise CorruptPayload(f"batch record {index}: metadata size {meta_size} exceeds the payload")
+        simple = _simple_record(payload, pos, end)
+        if simple is not None:
+            meta, (length, seq) = None, simple
+        else:
+            meta = parse_single_metadata(payload[pos:end], index)
+            length, seq = meta.payload_size, meta.sequence_id if meta.HasField("sequence_id") else -1
+        if length > size - end:
+            raise CorruptPayload(f"batch record {index}: payload size {length} exceeds the payload")
+        out.append((meta, seq, end, end + length))
+        pos = end + length
+    if pos != size:
+        raise CorruptPayload(f"{size - pos} trailing bytes after {count} batch records")
+    return out
 
 
 class MessageDecoder:
@@ -113,32 +183,41 @@ class MessageDecoder:
             )  # fmt: skip
             return [msg], 0
         n = meta.num_messages_in_batch
-        records = decode_batch_raw(payload, n)
+        records = iter_records(payload, n)
         ack_set = list(cmd.ack_set)
         if ack_set:
             owner.seed_batch(mid, {i for i in range(n) if not acked_before(ack_set, i)})
         filtering = self.start_id is not None and not is_special(self.start_id)
         out: list[Message] = []
         skipped = 0
-        led, ent = mid.ledger_id, mid.entry_id
-        for i, (rec, body) in enumerate(records):
-            rid = MessageId(led, ent, part, i, n)
-            if (
-                (ack_set and acked_before(ack_set, i))
-                or rec.compacted_out
-                or (filtering and self.before_start(rid))
+        led, ent, base_seq, topic = mid.ledger_id, mid.entry_id, meta.sequence_id, self.topic
+        for i, (rec, seq, start, end) in enumerate(records):
+            rid = (led, ent, part, i, n)  # a MessageId is built only when asked for
+            if (ack_set and acked_before(ack_set, i)) or (
+                filtering and self.before_start(MessageId(led, ent, part, i, n))
             ):
+                skipped += 1
+                continue
+            body = payload[start:end]
+            if rec is None:
+                out.append(
+                    Message(
+                        topic, rid, body, {}, None, None, publish, 0, redelivery, schema_version, producer,
+                        seq if seq >= 0 else base_seq + i, schema, owner, (), replicated,
+                    )
+                )  # fmt: skip
+                continue
+            if rec.compacted_out:
                 skipped += 1
                 continue
             props = {kv.key: kv.value for kv in rec.properties} if rec.properties else {}
             out.append(
                 Message(
-                    self.topic, rid, body, props,
+                    topic, rid, body, props,
                     rec.partition_key if rec.HasField("partition_key") else None,
                     rec.ordering_key if rec.HasField("ordering_key") else None,
                     publish, rec.event_time, redelivery, schema_version, producer,
-                    rec.sequence_id if rec.HasField("sequence_id") else meta.sequence_id + i,
-                    schema, owner, (), replicated,
+                    seq if seq >= 0 else base_seq + i, schema, owner, (), replicated,
                 )
             )  # fmt: skip
         return out, skipped

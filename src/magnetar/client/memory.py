@@ -28,6 +28,15 @@ class MemoryLimitController:
     def _fits(self, n: int) -> bool:
         return self.used_bytes + n <= self.limit_bytes or self.used_bytes == 0
 
+    def try_reserve(self, n: int) -> bool:
+        """Reserve without waiting if it fits now (the common case: no coroutine needed)."""
+        if self.limit_bytes <= 0:
+            return True
+        if not self._waiters and self._fits(n):
+            self.used_bytes += n
+            return True
+        return False
+
     async def reserve(self, n: int, block: bool) -> None:
         if self.limit_bytes <= 0:
             return

@@ -33,7 +33,7 @@ class Message:
     def __init__(
         self,
         _topic: str,
-        _id: MessageId,
+        _id: MessageId | tuple[int, int, int, int, int],
         _data: bytes,
         _properties: dict[str, str] | None = None,
         _partition_key: str | None = None,
@@ -91,7 +91,10 @@ class Message:
         return self._event_time
 
     def message_id(self) -> MessageId:
-        return self._id
+        mid = self._id
+        if type(mid) is tuple:  # (ledger, entry, partition, batch_index, batch_size), built lazily
+            mid = self._id = MessageId(*mid)
+        return mid
 
     def topic_name(self) -> str:
         return self._topic
@@ -109,4 +112,4 @@ class Message:
         return self._sequence_id
 
     def __repr__(self) -> str:
-        return f"Message(topic={self._topic!r}, id={self._id}, {len(self._data)} bytes)"
+        return f"Message(topic={self._topic!r}, id={self.message_id()}, {len(self._data)} bytes)"

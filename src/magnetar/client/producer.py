@@ -26,6 +26,7 @@ when given.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,8 @@ from magnetar.client.producer_impl import PartitionProducer
 from magnetar.client.schema import BytesSchema, Schema
 from magnetar.client.types import HashingScheme, PartitionsRoutingMode
 from magnetar.protocol.message_id import MessageId
+
+log = logging.getLogger(__name__)
 
 
 class Producer:
@@ -56,6 +59,7 @@ class Producer:
         self._topic = topic
         self._partitions = partitions
         self._schema = schema
+        self._bytes_schema = type(schema) is BytesSchema
         self._routing_mode = routing_mode
         self._hash = {
             HashingScheme.BoostHash: boost_hash,
@@ -67,6 +71,23 @@ class Producer:
         self._single = self._rr
         self._window_ms = max(1.0, batching_delay_ms) if batching else 0.0
         self._closed = False
+        self._update_task: asyncio.Task[None] | None = None
+        if partitions[0].partition >= 0 and client.partitions_update_s > 0:
+            self._update_task = asyncio.get_running_loop().create_task(self._partitions_loop())
+
+    async def _partitions_loop(self) -> None:
+        """Add producers for partitions added to the topic (Pulsar's autoUpdatePartitions)."""
+        while not self._closed:
+            await asyncio.sleep(self._client.partitions_update_s)
+            try:
+                n = await self._client.lookup.partitions(self._topic)
+                first = self._partitions[0]
+                for i in range(len(self._partitions), n):
+                    p = PartitionProducer(self._client, f"{self._topic}-partition-{i}", i, first.conf)
+                    await p.start()
+                    self._partitions.append(p)
+            except Exception as exc:
+                log.warning("partition update of %s failed: %s", self._topic, exc)
 
     # ------------------------------------------------------------------ identity
     def topic(self) -> str:
@@ -122,7 +143,7 @@ class Producer:
             raise AlreadyClosed(f"producer on {self._topic} is closed")
         if txn is not None:
             raise NotSupported("transactions are not implemented in magnetar.client yet")
-        payload = self._schema.encode(content)
+        payload = content if type(content) is bytes and self._bytes_schema else self._schema.encode(content)
         if properties is not None:
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
                 raise InvalidConfiguration("message properties must map str to str")
@@ -165,6 +186,8 @@ class Producer:
         if self._closed:
             return
         self._closed = True
+        if self._update_task is not None:
+            self._update_task.cancel()
         await asyncio.gather(*(p.close() for p in self._partitions), return_exceptions=True)
         self._client._forget(self)
 

@@ -84,7 +84,7 @@ class ProducerConf:
     access_mode: ProducerAccessMode = ProducerAccessMode.Shared
     properties: dict[str, str] | None = None
     schema: WireSchema | None = None
-    lazy_start: bool = False
+    initial_subscription_name: str | None = None
     key_based_batching: bool = False
 
 
@@ -141,6 +141,7 @@ class PartitionProducer:
                 user_provided_producer_name=named,
                 access_mode=WireAccessMode(int(self.conf.access_mode)),
                 topic_epoch=self._topic_epoch,
+                initial_subscription_name=self.conf.initial_subscription_name,
             ),
             timeout_s=None if self.conf.access_mode == ProducerAccessMode.WaitForExclusive else -1.0,
         )
@@ -177,7 +178,9 @@ class PartitionProducer:
             await self._space.wait()
             if self._closed:
                 raise AlreadyClosed(f"producer on {self.topic} is closed")
-        await self.client.memory.reserve(len(msg.payload), self.conf.block_if_queue_full)
+        memory = self.client.memory
+        if not memory.try_reserve(len(msg.payload)):
+            await memory.reserve(len(msg.payload), self.conf.block_if_queue_full)
         msg.on_done = self.client.memory.release
         if msg.sequence_id < 0:
             msg.sequence_id = self._next_seq

@@ -101,6 +101,18 @@ def decode_batch(payload: bytes | bytearray | memoryview, count: int) -> list[Si
     return [SingleMessage.from_pb(meta, body) for meta, body in decode_batch_raw(payload, count)]
 
 
+def parse_single_metadata(raw: bytes | bytearray | memoryview, index: int = 0) -> Any:
+    """One record's SingleMessageMetadata (CorruptPayload if unparseable or without payload_size)."""
+    meta = pb.SingleMessageMetadata()
+    try:
+        meta.ParseFromString(raw)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise CorruptPayload(f"batch record {index}: unparseable metadata: {exc}") from None
+    if not meta.HasField("payload_size"):
+        raise CorruptPayload(f"batch record {index}: SingleMessageMetadata without payload_size")
+    return meta
+
+
 def decode_batch_raw(payload: bytes | bytearray | memoryview, count: int) -> list[tuple[Any, bytes]]:
     """Like ``decode_batch`` but (SingleMessageMetadata, payload) pairs: a client's hot path."""
     if count < 0 or count > MAX_BATCH_RECORDS:

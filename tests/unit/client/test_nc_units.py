@@ -72,3 +72,22 @@ def test_enum_coercion_and_schema_codecs():
     assert JsonSchema(definition).decode(b'{"a": 1}') == {"a": 1}
     with pytest.raises(errors.InvalidConfiguration):
         StringSchema().encode(b"bytes")
+
+
+def test_hand_encoded_batch_records_equal_protobuf():
+    import asyncio
+
+    from magnetar.client.batching import OutgoingMessage, encode_records
+    from magnetar.protocol.batch import SingleMessage, encode_batch
+
+    loop = asyncio.new_event_loop()
+    fut = loop.create_future()
+    cases = [(b"abc", 0), (b"x" * 200, 1), (b"", 300), (b"y", 2**40)]
+    msgs = [OutgoingMessage(p, fut, seq) for p, seq in cases]
+    msgs.append(OutgoingMessage(b"k", fut, 7, {"a": "b"}, "key", b"ok", 5))
+    expected = encode_batch(
+        [SingleMessage(payload=p, sequence_id=seq) for p, seq in cases]
+        + [SingleMessage(b"k", {"a": "b"}, "key", ordering_key=b"ok", event_time=5, sequence_id=7)]
+    )
+    assert encode_records(msgs) == expected
+    loop.close()
