@@ -93,7 +93,11 @@ def _definition_flags(p: argparse.ArgumentParser, family: str) -> None:
         p.add_argument("--timeout-ms", type=int, help="processing timeout per message")
         p.add_argument("--retain-ordering", action="store_true", default=None, help="process in order")
         p.add_argument("--auto-ack", type=lambda v: v.lower() == "true", help="true/false")
-    p.add_argument("--processing-guarantees", choices=["ATMOST_ONCE", "ATLEAST_ONCE", "EFFECTIVELY_ONCE"])
+    p.add_argument(
+        "--processing-guarantees",
+        choices=["ATMOST_ONCE", "ATLEAST_ONCE", "EFFECTIVELY_ONCE"],
+        help="delivery guarantee of the output (default ATLEAST_ONCE)",
+    )
     p.add_argument("--parallelism", type=int, help="number of instances")
     p.add_argument("--custom-runtime-options", help='{"runtime": "thread"|"process"}')
 
