@@ -44,6 +44,20 @@ def test_exclamation_function_via_admin_cli(fn_standalone, client, unique):
         what="stats to count 20",
     )
     assert stats["userExceptionsTotal"] == 0
+    # trigger: a value into the input, the function's answer back
+    r = admin(fn_standalone, "functions", "trigger", "--name", name, "--trigger-value", "ping")
+    assert r.stdout.strip() == "ping!"
+    # update: two instances now, same code
+    admin(fn_standalone, "functions", "update", "--name", name, "--parallelism", "2")
+    wait_running(fn_standalone, name, n=2)
+    got = admin(fn_standalone, "-o", "json", "functions", "get", "--name", name).stdout
+    assert '"parallelism": 2' in got and "exclamation.ExclamationFunction" in got
+    # state put / query through the admin CLI
+    admin(
+        fn_standalone, "functions", "putstate", "--name", name, "--state", '{"key": "k", "stringValue": "v"}'
+    )
+    r = admin(fn_standalone, "-o", "json", "functions", "querystate", "--name", name, "-k", "k")
+    assert '"stringValue": "v"' in r.stdout
     admin(fn_standalone, "functions", "delete", "--fqfn", f"public/default/{name}")
     r = admin(fn_standalone, "functions", "get", "--fqfn", f"public/default/{name}", check=False)
     assert r.returncode == 1 and "404" in r.stderr
