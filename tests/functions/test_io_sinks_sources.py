@@ -103,3 +103,67 @@ def test_data_generator_source(fn_standalone, client, unique):
     assert [p["id"] for p in people] == list(range(1, 21))
     assert all(18 <= p["age"] <= 90 and "@" in p["email"] for p in people)
     admin(fn_standalone, "sources", "delete", "--name", f"gen-{unique}")
+
+
+def test_user_python_sink_archive_and_http_sink(fn_standalone, client, unique, tmp_path):
+    import http.server
+    import threading
+
+    received: list[bytes] = []
+    fail_first = [2]  # the endpoint refuses the first two POSTs: the sink must retry them
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 -- http.server's name
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if fail_first[0] > 0:
+                fail_first[0] -= 1
+                self.send_response(503)
+            else:
+                received.append(body)
+                self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        hook_topic, own_topic = (
+            f"persistent://public/default/hook-{unique}",
+            f"persistent://public/default/own-{unique}",
+        )
+        admin(
+            fn_standalone, "sinks", "create", "--name", f"hook-{unique}", "--archive", "builtin://http",
+            "--inputs", hook_topic, "--sink-config", json.dumps({"url": f"http://127.0.0.1:{server.server_port}/"}),
+        )  # fmt: skip
+        # a user's own sink, uploaded as a Python file (no Magnetar import needed: duck-typed)
+        out_file = tmp_path / "own.txt"
+        own = tmp_path / "upper_sink.py"
+        own.write_text(
+            "class UpperSink:\n"
+            "    def open(self, config, context):\n"
+            "        self.f = open(config['path'], 'a')\n"
+            "    def write(self, record):\n"
+            "        self.f.write(record.value.upper() + '\\n'); self.f.flush()\n"
+            "    def close(self):\n"
+            "        self.f.close()\n"
+        )
+        admin(
+            fn_standalone, "sinks", "create", "--name", f"own-{unique}", "--archive", str(own),
+            "--classname", "upper_sink.UpperSink", "--inputs", own_topic,
+            "--sink-config", json.dumps({"path": str(out_file)}),
+        )  # fmt: skip
+        wait_running(fn_standalone, f"hook-{unique}", family="sinks")
+        wait_running(fn_standalone, f"own-{unique}", family="sinks")
+        time.sleep(1)
+        p1, p2 = client.create_producer(hook_topic), client.create_producer(own_topic)
+        for i in range(5):
+            p1.send(f"h{i}".encode())
+            p2.send(f"o{i}".encode())
+        wait_for(lambda: sorted(received) == [f"h{i}".encode() for i in range(5)], what="5 webhook posts")
+        wait_for(
+            lambda: out_file.exists() and sorted(out_file.read_text().split()) == [f"O{i}" for i in range(5)]
+        )
+    finally:
+        server.shutdown()

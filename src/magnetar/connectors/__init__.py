@@ -9,7 +9,9 @@ acknowledged only when the write returned (the record's ``ack``), and a
 retrying until the external system takes it, losing nothing.  A **source**
 (``api.Source``: ``open``, ``read`` -> value or None, ``close``) is driven by
 the instance's source loop, which publishes what ``read`` returns to the
-source's output topic.
+source's output topic.  A user's own connector file (``--archive my_sink.py
+--classname my_sink.MySink``) is wrapped the same way when it is loaded
+(``functions.loader``), so this package sits below ``functions``.
 
 :func:`catalogue` lists the built-ins (``admin sinks available-sinks``);
 :func:`builtin_code` gives the worker the shim module a ``builtin://NAME``
@@ -35,6 +37,13 @@ BUILTINS: dict[str, dict[str, Any]] = {
         "module": "magnetar.connectors.files",
         "sink": "FileSink",
         "source": "FileSource",
+    },
+    "http": {
+        "name": "http",
+        "description": "HTTP/webhook sink: POSTs each record to a URL (retried until a 2xx answer)",
+        "kinds": ["sink"],
+        "module": "magnetar.connectors.http",
+        "sink": "HttpSink",
     },
     "data-generator": {
         "name": "data-generator",

@@ -212,7 +212,7 @@ class FunctionInstance:
         """Run until :meth:`stop` (or cancellation); raises if the code or the broker fail."""
         self._loop = asyncio.get_running_loop()
         fn = await self._loop.run_in_executor(
-            self._user, load_callable, self.code_path, self.config.className
+            self._user, load_callable, self.code_path, self.config.className, self.config.componentType
         )
         if self.guarantee is ProcessingGuarantees.EFFECTIVELY_ONCE and self.config.output:
             await self._enable_dedup(self.config.output)

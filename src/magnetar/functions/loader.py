@@ -37,8 +37,14 @@ class UserCodeError(Exception):
     """The user's code cannot be loaded (missing file, class not found, wrong shape)."""
 
 
-def load_callable(code_path: str | Path, class_name: str) -> Callable[[Any, Any], Any]:
-    """``call(value, context)`` for the function named ``class_name`` in ``code_path``."""
+def load_callable(
+    code_path: str | Path, class_name: str, component: str | None = None
+) -> Callable[[Any, Any], Any]:
+    """``call(value, context)`` for the function named ``class_name`` in ``code_path``.
+
+    For a connector (``component`` "sink"/"source") a class with ``write`` / ``read``
+    (a :mod:`magnetar.connectors.api` Sink or Source) is wrapped into its function face first.
+    """
     path = Path(code_path)
     if not path.is_file():
         raise UserCodeError(f"code file {path} does not exist")
@@ -58,6 +64,13 @@ def load_callable(code_path: str | Path, class_name: str) -> Callable[[Any, Any]
     target = getattr(module, attr, None)
     if target is None:
         raise UserCodeError(f"{path} has no attribute {attr!r} (className {class_name!r})")
+    if inspect.isclass(target) and not hasattr(target, "process"):
+        from magnetar.connectors.runner import sink_function, source_function
+
+        if component == "sink" and hasattr(target, "write"):
+            target = sink_function(target)
+        elif component == "source" and hasattr(target, "read"):
+            target = source_function(target)
     return adapt(target)
 
 
