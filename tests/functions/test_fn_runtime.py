@@ -63,6 +63,8 @@ def test_effectively_once_across_worker_restart(tmp_path, unique):
             "--processing-guarantees", "EFFECTIVELY_ONCE", "--subs-position", "Earliest",
         )  # fmt: skip
         wait_running(sa, name)
+        # effectively-once needs the broker's deduplication: the worker turned it on
+        assert httpx.get(f"{sa.web_url}/admin/v2/namespaces/public/default/deduplication").json() is True
         producer = c.create_producer(src, batching_enabled=False)
         n = 300
         for i in range(n):

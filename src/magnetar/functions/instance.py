@@ -22,8 +22,9 @@ Processing guarantees, as Pulsar has them:
 * ``EFFECTIVELY_ONCE``: as at-least-once, plus the output producer has a fixed
   name (``{tenant}/{ns}/{name}-{instance}``), no batching, and every output's
   sequence id is derived from its input's position (:func:`sequence_id_of`), with
-  deduplication turned on for the output topic; a repeat after a crash carries a
-  sequence id the broker has already seen and is dropped.  The consumer is
+  deduplication turned on for the output's namespace; a repeat after a crash
+  carries a sequence id the broker has already seen and is dropped (and one at or
+  below the producer's ``last_sequence_id`` is not even sent again).  The consumer is
   Failover so one instance reads a partition in order.
 
 Sends are pipelined (up to the producer's pending limit): the ack happens in the
@@ -252,43 +253,30 @@ class FunctionInstance:
             self._user.shutdown(wait=False, cancel_futures=True)
 
     async def _enable_dedup(self, topic: str) -> None:
-        """Turn on deduplication for the output topic (a topic policy), as effectively-once needs."""
+        """Make sure the broker deduplicates the output topic, as effectively-once needs.
+
+        The broker decides per namespace (``deduplicationEnabled`` policy over the broker's
+        ``brokerDeduplicationEnabled``), as Pulsar does; Pulsar asks the user to enable it, the
+        worker does it for them when it is not on, and logs that it did.
+        """
         if not self.web_url:
             raise RuntimeError("EFFECTIVELY_ONCE needs the admin URL to enable deduplication")
         import httpx
 
         from magnetar.common.naming import TopicName
 
-        name = TopicName.get(topic)
-        url = f"{self.web_url.rstrip('/')}/admin/v2/{name.rest_path()}/deduplicationEnabled"
+        ns = TopicName.get(topic).namespace
+        url = f"{self.web_url.rstrip('/')}/admin/v2/namespaces/{ns}/deduplication"
         async with httpx.AsyncClient(timeout=30) as http:
+            got = await http.get(url)
+            if got.status_code == 200 and got.content and got.json() is True:
+                return
             r = await http.post(url, json=True)
         if r.status_code >= 300:
-            raise RuntimeError(f"enabling deduplication on {topic} failed: {r.status_code} {r.text[:200]}")
-
-    async def _source_loop(self, fn: Any, ctx: Context) -> None:
-        """A source: ask its ``read`` (on the user thread) for values and publish them to the output."""
-        assert self._loop is not None and self.config.output
-        while not self._stopping.is_set():
-            try:
-                value = await self._loop.run_in_executor(self._user, fn, None, ctx)
-            except Exception as exc:
-                self.stats.user_exception(exc)
-                value = None
-            if value is None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), 0.05)
-                continue
-            self.stats.received_total += 1
-            fut = await self._publish(self.config.output, identity_serialize(value), {}, None)
-            fut.add_done_callback(self._source_sent)
-
-    def _source_sent(self, fut: asyncio.Future[Any]) -> None:
-        if fut.cancelled() or fut.exception() is not None:
-            self.stats.user_exception(fut.exception() or RuntimeError("send cancelled"), "system")
-        else:
-            self.stats.processed_successfully_total += 1
-            self.stats.last_invocation_ms = int(time.time() * 1000)
+            raise RuntimeError(f"enabling deduplication on {ns} failed: {r.status_code} {r.text[:200]}")
+        log.warning(
+            "EFFECTIVELY_ONCE function %s: enabled deduplication on namespace %s", self.config.fqfn, ns
+        )
 
     def _call(self, fn: Any, ctx: Context, msg: Any) -> Any:
         ctx.set_message(msg)
@@ -329,7 +317,14 @@ class FunctionInstance:
         if msg.partition_key():
             conf["partition_key"] = msg.partition_key()
         if self.guarantee is ProcessingGuarantees.EFFECTIVELY_ONCE:
-            conf["sequence_id"] = sequence_id_of(msg.message_id())
+            seq = conf["sequence_id"] = sequence_id_of(msg.message_id())
+            producer = await self._producer(self.config.output)
+            if seq <= producer.last_sequence_id():
+                # Its output is already stored (the broker told the producer so): a redelivery
+                # after a restart.  Acknowledge without publishing again.
+                self.stats.processed_successfully_total += 1
+                await consumer.acknowledge(msg)
+                return
         fut = await self._publish(self.config.output, payload, conf, None)
         fut.add_done_callback(lambda f: self._sent(f, consumer, msg))
 
