@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_.=:-]+$")
+# No leading dot: a name is also a directory under the worker's data dir ("..", ".x" refused).
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
 PARALLELISM_MAX = 64
 
 

@@ -177,7 +177,12 @@ class FunctionInstance:
         """``context.publish`` from the user thread: queue the send on the loop and wait until queued."""
         assert self._loop is not None
         future = asyncio.run_coroutine_threadsafe(self._publish(topic, payload, conf, callback), self._loop)
-        future.result(PUBLISH_TIMEOUT_S)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not self._loop:  # never block the loop on itself (a log record from the loop thread)
+            future.result(PUBLISH_TIMEOUT_S)
 
     # --- the loop --------------------------------------------------------------------------------
 
@@ -277,6 +282,30 @@ class FunctionInstance:
         log.warning(
             "EFFECTIVELY_ONCE function %s: enabled deduplication on namespace %s", self.config.fqfn, ns
         )
+
+    async def _source_loop(self, fn: Any, ctx: Context) -> None:
+        """A source: ask its ``read`` (on the user thread) for values and publish them to the output."""
+        assert self._loop is not None and self.config.output
+        while not self._stopping.is_set():
+            try:
+                value = await self._loop.run_in_executor(self._user, fn, None, ctx)
+            except Exception as exc:
+                self.stats.user_exception(exc)
+                value = None
+            if value is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), 0.05)
+                continue
+            self.stats.received_total += 1
+            fut = await self._publish(self.config.output, identity_serialize(value), {}, None)
+            fut.add_done_callback(self._source_sent)
+
+    def _source_sent(self, fut: asyncio.Future[Any]) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            self.stats.user_exception(fut.exception() or RuntimeError("send cancelled"), "system")
+        else:
+            self.stats.processed_successfully_total += 1
+            self.stats.last_invocation_ms = int(time.time() * 1000)
 
     def _call(self, fn: Any, ctx: Context, msg: Any) -> Any:
         ctx.set_message(msg)

@@ -35,6 +35,7 @@ def test_config_round_trips_in_pulsar_names():
     "change, words",
     [
         ({"name": "bad/name"}, "name"),
+        ({"name": ".."}, "name"),
         ({"inputs": []}, "inputs"),
         ({"parallelism": 1000}, "parallelism"),
         ({"processingGuarantees": "NEVER"}, "processingGuarantees"),
