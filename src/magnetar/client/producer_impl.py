@@ -390,11 +390,14 @@ def _resolve(m: OutgoingMessage, mid: MessageId | None, err: BaseException | Non
         m.on_done(len(m.payload))
         m.on_done = None
     fut = m.future
-    if not fut.done():
-        if err is not None:
-            fut.set_exception(err)
-        else:
-            fut.set_result(mid)
+    if fut.done():
+        return  # e.g. the other chunks of a chunked message that already failed
+    if err is not None:
+        fut.set_exception(err)
+        if m.callback is not None:
+            fut.exception()  # the callback reports it: no "never retrieved" warning
+    else:
+        fut.set_result(mid)
     if m.callback is not None:
         try:
             m.callback(err, mid)
