@@ -188,6 +188,7 @@ class PartitionProducer:
         else:
             self._next_seq = max(self._next_seq, msg.sequence_id + 1)
         msg.schema_version = self.schema_version or None
+        msg.publish_time = self.client.clock_ms()
         self._in_flight += 1
         assert self._ident is not None
         now = time.monotonic()
