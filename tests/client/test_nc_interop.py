@@ -172,3 +172,43 @@ async def test_key_hash_routing_matches_official(standalone, official, client, t
     assert off_parts == nat_parts
     assert len(set(nat_parts)) == 5
     off.close()
+
+
+def test_schema_definitions_are_byte_identical_to_the_official_client():
+    from google.protobuf import timestamp_pb2
+
+    from magnetar.client import ProtobufNativeSchema
+
+    pairs = [
+        (pschema.AvroSchema(Person), AvroSchema(Person.schema())),
+        (pschema.JsonSchema(Person), JsonSchema(Person.schema())),
+        (pschema.StringSchema(), StringSchema()),
+        (
+            pschema.ProtobufNativeSchema(timestamp_pb2.Timestamp),
+            ProtobufNativeSchema(timestamp_pb2.Timestamp),
+        ),
+    ]
+    for off, nat in pairs:
+        wire = nat.wire_schema()
+        info = off.schema_info()
+        assert (wire.schema_data.decode(), wire.name) == (info.schema(), info.name())
+
+
+async def test_protobuf_native_both_directions(official, client, topic):
+    from google.protobuf import timestamp_pb2
+
+    from magnetar.client import ProtobufNativeSchema
+
+    off_schema = pschema.ProtobufNativeSchema(timestamp_pb2.Timestamp)
+    nat_schema = ProtobufNativeSchema(timestamp_pb2.Timestamp)
+    off_consumer = official.subscribe(
+        topic, "o", schema=off_schema, initial_position=pulsar.InitialPosition.Earliest
+    )
+    nat_consumer = await client.subscribe(topic, "n", schema=nat_schema, initial_position="earliest")
+    official.create_producer(topic, schema=off_schema).send(timestamp_pb2.Timestamp(seconds=1, nanos=2))
+    await (await client.create_producer(topic, schema=nat_schema)).send(timestamp_pb2.Timestamp(seconds=3))
+    got = [(await nat_consumer.receive(5000)).value() for _ in range(2)]
+    assert [(t.seconds, t.nanos) for t in got] == [(1, 2), (3, 0)]
+    off_got = [off_consumer.receive(5000).value() for _ in range(2)]
+    assert [(t.seconds, t.nanos) for t in off_got] == [(1, 2), (3, 0)]
+    off_consumer.close()

@@ -247,3 +247,21 @@ async def test_new_partitions_are_picked_up(standalone, topic):
         assert got == {f"{topic}-partition-{i}" for i in range(4)}
     finally:
         await c.close()
+
+
+async def test_exclusive_with_fencing_fences_the_old_producer(client, topic):
+    old = await client.create_producer(topic, access_mode="Exclusive", batching_enabled=False)
+    await old.send(b"before")
+    new = await client.create_producer(topic, access_mode="ExclusiveWithFencing", batching_enabled=False)
+    await new.send(b"after")
+    # the broker closed the old one; its re-registration is refused with a typed error, not a timeout
+    with pytest.raises((ProducerFenced, ProducerBusy)):
+        await asyncio.wait_for(old.send(b"fenced"), 15)
+
+
+async def test_send_async_callback(client, topic):
+    producer = await client.create_producer(topic)
+    results = []
+    futs = [await producer.send_async(b"x", lambda err, mid: results.append((err, mid))) for _ in range(3)]
+    ids = await asyncio.gather(*futs)
+    assert results == [(None, mid) for mid in ids]

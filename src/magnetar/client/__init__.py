@@ -30,7 +30,14 @@ from magnetar.client.errors import PulsarException, Timeout
 from magnetar.client.message import EARLIEST, LATEST, Message, MessageId
 from magnetar.client.producer import Producer
 from magnetar.client.reader import Reader
-from magnetar.client.schema import AvroSchema, BytesSchema, JsonSchema, Schema, StringSchema
+from magnetar.client.schema import (
+    AvroSchema,
+    BytesSchema,
+    JsonSchema,
+    ProtobufNativeSchema,
+    Schema,
+    StringSchema,
+)
 from magnetar.client.schema_auto import AutoConsumeSchema, AutoProduceBytesSchema
 from magnetar.client.schema_types import (
     BooleanSchema,
@@ -56,7 +63,7 @@ from magnetar.client.types import (
 
 __all__ = [
     "AutoConsumeSchema", "AutoProduceBytesSchema", "BooleanSchema", "DoubleSchema", "FloatSchema",
-    "Int8Schema", "Int16Schema", "Int32Schema", "Int64Schema", "KeyValueSchema",
+    "Int8Schema", "Int16Schema", "Int32Schema", "Int64Schema", "KeyValueSchema", "ProtobufNativeSchema",
     "EARLIEST", "LATEST", "Authentication", "AuthenticationBasic", "AuthenticationTLS",
     "AuthenticationToken", "AvroSchema", "BatchingType", "BytesSchema", "Client", "CompressionType",
     "Consumer", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy", "ConsumerType", "HashingScheme",

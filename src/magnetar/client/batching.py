@@ -16,8 +16,9 @@ bytes again (same sequence ids: the broker's deduplication sees a retry).
   ``build()`` encodes the records with ``protocol.batch``, compresses the
   whole blob, and writes metadata as the official clients do: sequence id of
   the first message, ``highest_sequence_id`` of the last,
-  ``num_messages_in_batch`` always present, keys and replication copied from
-  the first message.
+  ``num_messages_in_batch`` always present, keys, replication and the publish
+  time (stamped when the first message was queued, as the C++ client does)
+  copied from the first message.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class OutgoingMessage:
     schema_version: bytes | None = None
     callback: Callable[[Any, Any], None] | None = None
     on_done: Callable[[int], None] | None = None  # releases the client's memory reservation
+    publish_time: int = 0  # ms, stamped when the message is queued (as the C++ client does)
 
 
 @dataclass(slots=True)
@@ -109,7 +111,7 @@ def single_ops(
     extra: dict[str, Any] = {}
     if ident.compression:
         extra = {"compression": ident.compression, "uncompressed_size": len(msg.payload)}
-    meta = _metadata(ident, msg, publish_time, **extra)
+    meta = _metadata(ident, msg, msg.publish_time or publish_time, **extra)
     limit = ident.max_message_size
     if len(body) + meta.ByteSize() <= limit:
         frame = client_commands.send(
@@ -215,7 +217,7 @@ class BatchContainer:
         first, last = msgs[0], msgs[-1]
         if len(msgs) > 1:
             extra["highest_sequence_id"] = last.sequence_id
-        meta = _metadata(ident, first, publish_time, **extra)
+        meta = _metadata(ident, first, first.publish_time or publish_time, **extra)
         if meta.properties:
             del meta.properties[:]  # per-message properties live in the records
         if meta.HasField("event_time"):

@@ -4,8 +4,9 @@ Theory of operation: :class:`ClientCnx` owns a socket and a
 ``protocol.ClientConnection``. ``open()`` connects (bounded by the connection
 timeout), writes CONNECT with the authentication data, and waits for CONNECTED
 (an ERROR there becomes the typed exception, e.g. ``AuthenticationError``).
-Then one reader task feeds every received chunk to the state machine and
-routes its events:
+Then every received chunk goes, in the protocol's ``data_received``
+callback (no reader task, no extra copy), to the state machine, whose events
+are routed at once:
 
 * responses to requests: ``request(kind, build)`` picks a request id, writes
   ``build(request_id)`` and waits on a future keyed by ``(kind, request_id)``,
@@ -23,8 +24,8 @@ PING, or closes the connection when the previous PING got no traffic back.
 When the connection ends for any reason, every pending request fails with
 ``ConnectError`` and every handler's ``connection_closed(cnx)`` is called once
 so producers and consumers reconnect (they own their reconnect loops; this
-class never reconnects). Writes are plain ``writer.write``; senders of bulk
-data call ``drain()`` to respect the socket's back-pressure.
+class never reconnects). Writes are plain ``transport.write``; senders of bulk
+data call ``drain()``, which waits while the transport asked us to pause.
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ from magnetar.protocol.frames import Frame
 
 log = logging.getLogger(__name__)
 T = CommandType
-READ_CHUNK = 256 * 1024
 _PRODUCER_COMMANDS = {
     T.SEND_RECEIPT: "producer_id",
     T.SEND_ERROR: "producer_id",
@@ -115,6 +115,49 @@ def _response_error(frame: Frame) -> PulsarException:
     return error_from_code(0, f"{frame.type.name} failed")
 
 
+class _Wire(asyncio.Protocol):
+    """The socket side: bytes in go straight to the ClientCnx (no reader task), writes with flow control."""
+
+    def __init__(self, cnx: ClientCnx) -> None:
+        self.cnx = cnx
+        self.transport: asyncio.Transport | None = None
+        self._paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.cnx._on_data(data)
+
+    def eof_received(self) -> bool:
+        self.cnx._on_data(b"")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.cnx._shutdown(exc)
+        self._wake()
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def drain(self) -> None:
+        if self._paused and self.transport is not None and not self.transport.is_closing():
+            w = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(w)
+            await w
+
+
 class ClientCnx:
     """A connection to one broker (``logical``), reached at ``physical`` (the same unless proxied)."""
 
@@ -123,8 +166,9 @@ class ClientCnx:
         self.physical = physical
         self.config = config
         self._conn = ClientConnection(keepalive_interval_s=config.keepalive_s)
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._wire: _Wire | None = None
+        self._transport: asyncio.Transport | None = None
+        self._handshake: asyncio.Future[None] | None = None
         self._pending: dict[tuple[CommandType, int], asyncio.Future[Frame]] = {}
         self._producers: dict[int, Handler] = {}
         self._consumers: dict[int, Handler] = {}
@@ -143,10 +187,12 @@ class ClientCnx:
     async def open(self) -> None:
         host, port = split_host_port(self.physical)
         ssl_ctx = self.config.ssl_context
+        loop = asyncio.get_running_loop()
+        self._handshake = loop.create_future()
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(
-                    host, port, ssl=ssl_ctx, server_hostname=host if ssl_ctx else None, limit=READ_CHUNK
+            transport, wire = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: _Wire(self), host, port, ssl=ssl_ctx, server_hostname=host if ssl_ctx else None
                 ),
                 self.config.connection_timeout_s,
             )
@@ -154,41 +200,44 @@ class ClientCnx:
             raise ConnectError(f"connecting to {self.physical} timed out") from None
         except (OSError, ssl.SSLError) as exc:
             raise ConnectError(f"cannot connect to {self.physical}: {exc}") from None
+        self._transport, self._wire = transport, wire
         auth = self.config.authentication
         proxy_to = None if self.logical == self.physical else self.logical.split("://", 1)[-1]
-        self._writer.write(
-            self._conn.connect(
-                client_version=self.config.client_version,
-                auth_method_name=auth.auth_method_name,
-                auth_data=await auth.auth_data(),
-                proxy_to_broker_url=proxy_to,
-            )
-        )
         try:
-            await asyncio.wait_for(self._handshake(), self.config.connection_timeout_s)
+            transport.write(
+                self._conn.connect(
+                    client_version=self.config.client_version,
+                    auth_method_name=auth.auth_method_name,
+                    auth_data=await auth.auth_data(),
+                    proxy_to_broker_url=proxy_to,
+                )
+            )
+            await asyncio.wait_for(asyncio.shield(self._handshake), self.config.connection_timeout_s)
+        except TimeoutError:
+            self._abort()
+            raise ConnectError(f"{self.physical} sent no CONNECTED in time") from None
         except BaseException:
             self._abort()
             raise
-        self._tasks.append(asyncio.create_task(self._read_loop(), name=f"cnx-read {self.physical}"))
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name=f"cnx-keepalive {self.physical}"))
 
-    async def _handshake(self) -> None:
-        assert self._reader is not None
-        while True:
-            data = await self._reader.read(READ_CHUNK)
-            self._conn.receive_data(data)
-            while (event := self._conn.next_event()) is not None:
-                if isinstance(event, Connected):
-                    if event.max_message_size:
-                        self.max_message_size = event.max_message_size
-                    self.server_version = event.server_version
-                    return
-                if isinstance(event, ConnectRejected):
-                    raise error_from_code(event.error, event.message)
-                if isinstance(event, ConnectionClosed):
-                    raise ConnectError(f"{self.physical} closed the connection during the handshake")
-                if isinstance(event, CommandReceived) and event.type is T.AUTH_CHALLENGE:
-                    await self._answer_challenge()
+    def _on_handshake_event(self, event: Any) -> None:
+        hs = self._handshake
+        assert hs is not None
+        if isinstance(event, Connected):
+            if event.max_message_size:
+                self.max_message_size = event.max_message_size
+            self.server_version = event.server_version
+            if not hs.done():
+                hs.set_result(None)
+        elif isinstance(event, ConnectRejected):
+            if not hs.done():
+                hs.set_exception(error_from_code(event.error, event.message))
+        elif isinstance(event, ConnectionClosed):
+            if not hs.done():
+                hs.set_exception(ConnectError(f"{self.physical} closed the connection during the handshake"))
+        elif isinstance(event, CommandReceived) and event.type is T.AUTH_CHALLENGE:
+            asyncio.get_running_loop().create_task(self._answer_challenge_safely())
 
     async def _answer_challenge(self) -> None:
         auth = self.config.authentication
@@ -200,8 +249,8 @@ class ClientCnx:
         )
 
     def _abort(self) -> None:
-        if self._writer is not None:
-            self._writer.transport.abort()
+        if self._transport is not None:
+            self._transport.abort()
 
     async def close(self) -> None:
         """Close the socket; handlers are told, pending requests fail. Idempotent."""
@@ -218,8 +267,12 @@ class ClientCnx:
         self._closed.set()
         self.close_reason = reason
         self._conn.close()
-        if self._writer is not None:
-            self._writer.close()
+        if self._transport is not None:
+            self._transport.close()
+        hs = self._handshake
+        if hs is not None and not hs.done():
+            hs.set_exception(ConnectError(f"connection to {self.physical} lost during the handshake"))
+            hs.exception()
         err = ConnectError(f"connection to {self.physical} closed" + (f": {reason}" if reason else ""))
         for fut in self._pending.values():
             if not fut.done():
@@ -267,25 +320,24 @@ class ClientCnx:
     # ------------------------------------------------------------------ output
     def write(self, data: bytes) -> None:
         self._check_open()
-        assert self._writer is not None
-        self._writer.write(self._conn.send(data))
+        assert self._transport is not None
+        self._transport.write(self._conn.send(data))
 
     @property
     def write_buffer_size(self) -> int:
-        return self._writer.transport.get_write_buffer_size() if self._writer else 0
+        return self._transport.get_write_buffer_size() if self._transport else 0
 
     async def drain(self) -> None:
-        if self._writer is not None and not self._closed.is_set():
-            with contextlib.suppress(ConnectionError):
-                await self._writer.drain()
+        if self._wire is not None and not self._closed.is_set():
+            await self._wire.drain()
 
     async def request(self, kind: CommandType, build: Any, timeout_s: float | None = -1.0) -> Frame:
         """Send ``build(request_id)`` and wait for its answer (typed error on failure)."""
         self._check_open()
         rid = self._conn.new_request_id()
         fut: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
-        assert self._writer is not None
-        self._writer.write(self._conn.send_request(kind, rid, build(rid)))
+        assert self._transport is not None
+        self._transport.write(self._conn.send_request(kind, rid, build(rid)))
         self._pending[(kind, rid)] = fut
         limit = self.config.operation_timeout_s if timeout_s == -1.0 else timeout_s
         try:
@@ -299,21 +351,26 @@ class ClientCnx:
         return self._conn.new_request_id()
 
     # ------------------------------------------------------------------ input
-    async def _read_loop(self) -> None:
-        assert self._reader is not None
-        reason: BaseException | None = None
+    def _on_data(self, data: bytes) -> None:
+        """Called by the protocol for every received chunk (``b""`` at EOF)."""
+        if self._closed.is_set():
+            return
         try:
-            while True:
-                data = await self._reader.read(READ_CHUNK)
-                self._conn.receive_data(data)
-                if not self._drain_events():
-                    break
-        except (ConnectionError, OSError, ProtocolError, ssl.SSLError) as exc:
-            reason = exc
-        except asyncio.CancelledError:
-            pass
-        finally:
-            self._shutdown(reason)
+            self._conn.receive_data(data)
+            if self._handshake is not None and not self._handshake.done():
+                while (event := self._conn.next_event()) is not None:
+                    self._on_handshake_event(event)
+                    if self._handshake.done():
+                        break
+                if not self._handshake.done() or self._handshake.exception() is not None:
+                    return
+            if not self._drain_events():
+                self._shutdown(None)
+        except (ProtocolError, PulsarException) as exc:
+            self._shutdown(exc)
+        except Exception as exc:  # a handler's bug: drop the connection, the reconnect starts clean
+            log.exception("error handling data from %s", self.physical)
+            self._shutdown(exc)
 
     def _drain_events(self) -> bool:
         conn = self._conn
@@ -330,7 +387,7 @@ class ClientCnx:
                     else:
                         fut.set_result(event.frame)
             elif isinstance(event, PingReceived):
-                self._writer.write(event.reply)  # type: ignore[union-attr]
+                self._transport.write(event.reply)  # type: ignore[union-attr]
             elif isinstance(event, ConnectionClosed):
                 return False
         return True

@@ -188,6 +188,7 @@ class PartitionProducer:
         else:
             self._next_seq = max(self._next_seq, msg.sequence_id + 1)
         msg.schema_version = self.schema_version or None
+        msg.publish_time = self.client.clock_ms()
         self._in_flight += 1
         assert self._ident is not None
         now = time.monotonic()
@@ -390,11 +391,14 @@ def _resolve(m: OutgoingMessage, mid: MessageId | None, err: BaseException | Non
         m.on_done(len(m.payload))
         m.on_done = None
     fut = m.future
-    if not fut.done():
-        if err is not None:
-            fut.set_exception(err)
-        else:
-            fut.set_result(mid)
+    if fut.done():
+        return  # e.g. the other chunks of a chunked message that already failed
+    if err is not None:
+        fut.set_exception(err)
+        if m.callback is not None:
+            fut.exception()  # the callback reports it: no "never retrieved" warning
+    else:
+        fut.set_result(mid)
     if m.callback is not None:
         try:
             m.callback(err, mid)
