@@ -56,7 +56,15 @@ BROKER_SERVICE_KEYS = frozenset(
 )
 
 # Read by the standalone / broker assembly (app.config, app.storage).
-ASSEMBLY_KEYS = frozenset({"managedLedgerCacheSizeMB", "metadataStoreUrl", "retentionCheckIntervalInSeconds"})
+ASSEMBLY_KEYS = frozenset(
+    {
+        "managedLedgerCacheSizeMB",
+        "metadataStoreUrl",
+        "retentionCheckIntervalInSeconds",
+        "functionsWorkerEnabled",
+        "functionRuntime",
+    }
+)
 
 
 def known_keys() -> frozenset[str]:

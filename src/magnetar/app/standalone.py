@@ -38,6 +38,7 @@ import uvicorn
 
 from magnetar.app.config import StandaloneConfig
 from magnetar.app.config_keys import log_unknown_keys
+from magnetar.app.functions_worker import start_functions_worker
 from magnetar.app.healthcheck import make_health_check
 from magnetar.app.plugins import PluginError, Plugins
 from magnetar.app.storage import StorageStack, open_standalone_storage
@@ -111,6 +112,7 @@ class Standalone:
         self.web_port: int = 0
         self.tls: Any = None  # app.tls.TlsListeners when a TLS port is configured
         self.plugins: Plugins | None = None  # app.plugins: brokerInterceptors, servlets, protocols...
+        self.functions_worker: Any = None  # functions.worker.FunctionsWorker unless disabled
 
     @staticmethod
     def _plugin_step(step: Any, *args: Any) -> None:
@@ -193,6 +195,7 @@ class Standalone:
         except PluginError as exc:
             raise StandaloneError(str(exc)) from exc
         self.tls = await start_tls_listeners(svc, self._http.config.app, self.config.bind_address)
+        self.functions_worker = await start_functions_worker(self, self._http.config.app)
 
     def _broker_properties(self) -> dict[str, str]:
         props = dict(self.config.properties)
@@ -267,6 +270,8 @@ class Standalone:
         try:
             if self.plugins is not None:
                 await _bounded("plugins", self.plugins.aclose(), HTTP_STOP_TIMEOUT_S)
+            if self.functions_worker is not None:
+                await _bounded("functions worker", self.functions_worker.aclose(), BROKER_STOP_TIMEOUT_S)
             await self._stop_http()
             if self.tls is not None:
                 await self.tls.aclose()

@@ -1,10 +1,8 @@
 """``magnetar client produce|consume|read``: Pulsar's ``pulsar-client`` tool.
 
-Theory of operation: a thin command line over the official ``pulsar-client``
-Python library (installed with Magnetar's test extra: ``pip install
-'magnetar[test]'``, or ``pip install pulsar-client``); it is imported only when
-a command runs (its import name is ``pulsar``; no Magnetar module uses that
-name), and a clear error says how to install it when it is missing.  Flags
+Theory of operation: a thin command line over Magnetar's own asyncio client
+(``magnetar.client``), so it works after a plain ``pip install`` of Magnetar,
+against Magnetar or Apache Pulsar.  Each command runs in one ``asyncio.run``.  Flags
 follow ``pulsar-client``: produce ``-m`` (split on ``-s``), ``-f`` files,
 ``-n`` repeat, ``-r`` rate, ``-k`` key, ``-p`` properties, ``-db``/``-c``;
 consume ``-s`` subscription, ``-t`` type, ``-p`` initial position, ``-n``
@@ -17,16 +15,18 @@ start id.  Each message prints as ``pulsar-client`` prints it::
 The service URL comes from ``--url``, else ``brokerServiceUrl`` of the
 client.conf given by ``--config`` / ``PULSAR_CLIENT_CONF``, else
 ``pulsar://localhost:6650``; auth from ``--auth-plugin``/``--auth-params`` (or
-the conf), mapped to the library's token / basic / TLS providers.  Every
+the conf), mapped to the client's token / basic / TLS providers.  Every
 receive waits at most ``RECEIVE_POLL_MS``; the loop ends after ``-n``
 messages, after ``--timeout`` seconds without enough messages, or on Ctrl-C.
-The produce / consume / read functions take the client object, so tests can
+The produce / consume / read coroutines take the client object, so tests can
 drive them with a fake.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import os
 import sys
 import time
@@ -37,7 +37,6 @@ DEFAULT_SERVICE_URL = "pulsar://localhost:6650"
 MESSAGES_MAX = 1000  # pulsar-client's bound on (messages + files) x repeat
 FILE_BYTES_MAX = 5 * 1024 * 1024  # one message per file; the broker's default max message size
 RECEIVE_POLL_MS = 500
-INSTALL_HINT = "the official Pulsar client is not installed: pip install pulsar-client (or 'magnetar[test]')"
 
 
 class ClientCliError(Exception):
@@ -48,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "client",
         help="produce and consume messages from the command line (like pulsar-client)",
-        description="Produce, consume and read messages with the official pulsar-client library, "
+        description="Produce, consume and read messages with Magnetar's asyncio client, "
         "with pulsar-client's flags.",
     )
     p.add_argument(
@@ -66,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--log-level",
         default="Warn",
         choices=("Debug", "Info", "Warn", "Error"),
-        help="log level of the client library (default Warn)",
+        help="log level of the client (default Warn)",
     )
     csub = p.add_subparsers(dest="client_command", metavar="produce|consume|read", required=True)
 
@@ -168,47 +167,42 @@ def _conf(path: str | None) -> dict[str, str]:
         raise ClientCliError(f"cannot read config {path}: {e.strerror or e}") from None
 
 
-def import_pulsar() -> Any:
-    try:
-        import pulsar  # the official client: imported only when a command runs
-    except ImportError:
-        raise ClientCliError(INSTALL_HINT) from None
-    return pulsar
-
-
-def _authentication(pulsar: Any, plugin: str | None, params: str | None) -> Any:
+def _authentication(plugin: str | None, params: str | None) -> Any:
     from magnetar.admin_client.auth import BasicAuth, TlsAuth, TokenAuth, auth_from_plugin
+    from magnetar.client import AuthenticationBasic, AuthenticationTLS, AuthenticationToken
 
     provider = auth_from_plugin(plugin, params)
     if provider is None:
         return None
     if isinstance(provider, TokenAuth):
-        return pulsar.AuthenticationToken(provider.token)
+        return AuthenticationToken(provider.token)
     if isinstance(provider, BasicAuth):
-        return pulsar.AuthenticationBasic(provider.user_id, provider.password)
+        return AuthenticationBasic(provider.user_id, provider.password)
     if isinstance(provider, TlsAuth):
-        return pulsar.AuthenticationTLS(provider.cert_file, provider.key_file)
+        return AuthenticationTLS(provider.cert_file, provider.key_file)
     raise ClientCliError(f"unsupported auth plugin {plugin}")
 
 
 def make_client(args: argparse.Namespace) -> Any:
+    from magnetar.client import Client
+
     conf = _conf(args.client_conf)
-    pulsar = import_pulsar()
     url = args.url or conf.get("brokerServiceUrl") or DEFAULT_SERVICE_URL
+    logging.getLogger("magnetar.client").setLevel(
+        getattr(logging, args.log_level.upper().replace("WARN", "WARNING"))
+    )
     kwargs: dict[str, Any] = {
         "authentication": _authentication(
-            pulsar, args.auth_plugin or conf.get("authPlugin"), args.auth_params or conf.get("authParams")
+            args.auth_plugin or conf.get("authPlugin"), args.auth_params or conf.get("authParams")
         ),
         "tls_allow_insecure_connection": args.tls_allow_insecure,
-        # the C++ library's own console logger: a Python logger would be called from C++ threads
-        "logger": pulsar.ConsoleLogger(getattr(pulsar.LoggerLevel, args.log_level)),
     }
     trust = args.tls_trust_cert_path or conf.get("tlsTrustCertsFilePath")
     if trust:
         kwargs["tls_trust_certs_file_path"] = trust
     if args.listener_name:
         kwargs["listener_name"] = args.listener_name
-    return pulsar.Client(url.rstrip("/"), **kwargs)
+    return Client(url.rstrip("/"), **kwargs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -220,17 +214,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"magnetar client: {e}", file=sys.stderr)
         return 1
     try:
-        return args.client_func(client, args, sys.stdout)
+        return asyncio.run(_run(client, args))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _run(client: Any, args: argparse.Namespace) -> int:
+    try:
+        return await args.client_func(client, args, sys.stdout)
     except ClientCliError as e:
         print(f"magnetar client: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # the library's errors (timeouts, broker errors): one line, non-zero exit
+    except Exception as e:  # the client's errors (timeouts, broker errors): one line, non-zero exit
         print(f"magnetar client: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     finally:
-        client.close()
+        await client.close()
 
 
 # ------------------------------------------------------------------ produce
@@ -274,45 +273,44 @@ class _Pacer:
         self.interval_s = 1.0 / rate if rate > 0 else 0.0
         self.next_s = time.monotonic()
 
-    def wait(self) -> None:
+    async def wait(self) -> None:
         if not self.interval_s:
             return
         now = time.monotonic()
         if self.next_s > now:
-            time.sleep(self.next_s - now)
+            await asyncio.sleep(self.next_s - now)
         self.next_s = max(self.next_s, now) + self.interval_s
 
 
-def produce(client: Any, args: argparse.Namespace, out: TextIO) -> int:
+async def produce(client: Any, args: argparse.Namespace, out: TextIO) -> int:
     payloads = _payloads(args)
     properties = _properties(args.properties)
-    producer = client.create_producer(
+    producer = await client.create_producer(
         args.topic,
         batching_enabled=not (args.disable_batching or args.chunking),
         chunking_enabled=args.chunking,
     )
-    results: list[Any] = []
+    futures: list[Any] = []
     pacer = _Pacer(args.rate)
     try:
         for _ in range(args.num_produce):
             for payload in payloads:
-                pacer.wait()
+                await pacer.wait()
                 kwargs: dict[str, Any] = {"properties": properties or None}
                 if args.key is not None:
                     kwargs["partition_key"] = args.key
                 if args.disable_replication:
                     kwargs["disable_replication"] = True
-                producer.send_async(payload, lambda res, _mid: results.append(res), **kwargs)
-        producer.flush()
+                futures.append(await producer.send_async(payload, **kwargs))
+        results = await asyncio.gather(*futures, return_exceptions=True)
     finally:
-        producer.close()
-    ok = sum(1 for r in results if _is_ok(r))
+        await producer.close()
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:
+        print(f"magnetar client: {type(failed[0]).__name__}: {failed[0]}", file=sys.stderr)
+    ok = len(results) - len(failed)
     print(f"{ok} messages successfully produced", file=out)
     return 0 if ok == len(payloads) * args.num_produce else 1
-
-
-def _is_ok(result: Any) -> bool:
-    return str(result).rsplit(".", 1)[-1] == "Ok"
 
 
 # ------------------------------------------------------------------ consume / read
@@ -320,8 +318,7 @@ def _is_ok(result: Any) -> bool:
 _TYPES = {"exclusive": "Exclusive", "shared": "Shared", "failover": "Failover", "key_shared": "KeyShared"}
 
 
-def consume(client: Any, args: argparse.Namespace, out: TextIO) -> int:
-    pulsar = import_pulsar()
+async def consume(client: Any, args: argparse.Namespace, out: TextIO) -> int:
     type_name = _TYPES.get(args.subscription_type.lower())
     if type_name is None:
         raise ClientCliError(f"unknown subscription type '{args.subscription_type}'")
@@ -331,58 +328,59 @@ def consume(client: Any, args: argparse.Namespace, out: TextIO) -> int:
             f"subscription position must be Latest or Earliest, not '{args.subscription_position}'"
         )
     kwargs: dict[str, Any] = {
-        "consumer_type": getattr(pulsar.ConsumerType, type_name),
-        "initial_position": pulsar.InitialPosition.Earliest
-        if position == "earliest"
-        else pulsar.InitialPosition.Latest,
+        "consumer_type": type_name,
+        "initial_position": "Earliest" if position == "earliest" else "Latest",
         "replicate_subscription_state_enabled": args.replicated,
     }
     if args.queue_size > 0:
         kwargs["receiver_queue_size"] = args.queue_size
-    consumer = client.subscribe(args.topic, args.subscription_name, **kwargs)
+    consumer = await client.subscribe(args.topic, args.subscription_name, **kwargs)
     try:
-        n = _receive_loop(pulsar, consumer, args, out, ack=True)
+        n = await _receive_loop(consumer, args, out, ack=True)
     finally:
-        consumer.close()
+        await consumer.close()
     print(f"{n} messages successfully consumed", file=out)
     return 0 if args.num_messages == 0 or n >= args.num_messages else 1
 
 
-def read_messages(client: Any, args: argparse.Namespace, out: TextIO) -> int:
-    pulsar = import_pulsar()
+async def read_messages(client: Any, args: argparse.Namespace, out: TextIO) -> int:
+    from magnetar.client import EARLIEST, LATEST, MessageId
+
     start = args.start_message_id
     if start == "latest":
-        mid = pulsar.MessageId.latest
+        mid = LATEST
     elif start == "earliest":
-        mid = pulsar.MessageId.earliest
+        mid = EARLIEST
     else:
         from magnetar.admin_client.models import MessageId as AdminMessageId
 
         parsed = AdminMessageId.parse(start)
-        mid = pulsar.MessageId(parsed.partition_index, parsed.ledger_id, parsed.entry_id, parsed.batch_index)
+        mid = MessageId(parsed.ledger_id, parsed.entry_id, parsed.partition_index, parsed.batch_index)
     kwargs: dict[str, Any] = {"start_message_id_inclusive": args.start_message_id_inclusive}
     if args.queue_size > 0:
         kwargs["receiver_queue_size"] = args.queue_size
-    reader = client.create_reader(args.topic, mid, **kwargs)
+    reader = await client.create_reader(args.topic, mid, **kwargs)
     try:
-        n = _receive_loop(pulsar, reader, args, out, ack=False)
+        n = await _receive_loop(reader, args, out, ack=False)
     finally:
-        reader.close()
+        await reader.close()
     print(f"{n} messages successfully read", file=out)
     return 0 if args.num_messages == 0 or n >= args.num_messages else 1
 
 
-def _receive_loop(pulsar: Any, source: Any, args: argparse.Namespace, out: TextIO, *, ack: bool) -> int:
+async def _receive_loop(source: Any, args: argparse.Namespace, out: TextIO, *, ack: bool) -> int:
+    from magnetar.client import Timeout
+
     received = 0
     pacer = _Pacer(args.rate)
     idle_since = time.monotonic()
     while args.num_messages == 0 or received < args.num_messages:
         if args.timeout and time.monotonic() - idle_since > args.timeout:
             break
-        pacer.wait()
+        await pacer.wait()
         try:
-            msg = source.read_next(RECEIVE_POLL_MS) if not ack else source.receive(RECEIVE_POLL_MS)
-        except pulsar.Timeout:
+            msg = await (source.read_next(RECEIVE_POLL_MS) if not ack else source.receive(RECEIVE_POLL_MS))
+        except Timeout:
             continue
         idle_since = time.monotonic()
         received += 1
@@ -392,7 +390,7 @@ def _receive_loop(pulsar: Any, source: Any, args: argparse.Namespace, out: TextI
         else:
             print(format_message(msg, hex_dump=args.hex, metadata=args.print_metadata), file=out)
         if ack:
-            source.acknowledge(msg)
+            await source.acknowledge(msg)
     return received
 
 

@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "client": "magnetar.cli.client",
     "perf": "magnetar.cli.perf",
     "tokens": "magnetar.cli.tokens",
+    "functions": "magnetar.cli.functions",
 }
 
 

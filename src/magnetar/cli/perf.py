@@ -1,13 +1,14 @@
 """``magnetar perf produce|consume``: load generator in the manner of ``pulsar-perf``.
 
 Theory of operation: it drives any Pulsar-protocol broker (Magnetar or Apache
-Pulsar) through the official ``pulsar-client`` (it is in Magnetar's ``test``
-extra: ``pip install 'magnetar[test]'``).  Producers run one thread each and
-pace ``send_async`` to their share of ``--rate`` (0 = as fast as the client
-accepts); the send latency is the time from ``send_async`` to its callback.
-Consumers run one thread each; their latency is end to end (receive time minus
-the message's publish time, both from this host's clock, so it is meaningful
-against a local broker).  Every ``--interval`` seconds one line is printed with
+Pulsar) through Magnetar's own asyncio client (``magnetar.client``), so it
+works after a plain ``pip install`` of Magnetar.  Everything runs in one event
+loop: producers are tasks that pace ``send_async`` to their share of
+``--rate`` (0 = as fast as the client accepts, bounded by ``--max-pending``);
+the send latency is the time from ``send_async`` to its receipt.  Consumers are
+tasks too; their latency is end to end (receive time minus the message's
+publish time, both from this host's clock, so it is meaningful against a local
+broker).  Every ``--interval`` seconds one line is printed with
 msg/s, MB/s and latency percentiles of that interval; a total line closes the
 run.  Latency samples are kept per interval in a bounded reservoir, so memory
 stays flat however long the run.
@@ -16,11 +17,13 @@ stays flat however long the run.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import random
 import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 RESERVOIR_SAMPLES_MAX = 100_000
 PERCENTILES = (50.0, 95.0, 99.0, 99.9)
@@ -29,9 +32,8 @@ PERCENTILES = (50.0, 95.0, 99.0, 99.9)
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "perf",
-        help="pulsar-perf style load generator (needs the official pulsar-client)",
-        description="Load generator like pulsar-perf.  Uses the official `pulsar-client` package "
-        "(installed with Magnetar's test extra: pip install 'magnetar[test]').",
+        help="pulsar-perf style load generator",
+        description="Load generator like pulsar-perf, on Magnetar's asyncio client.",
     )
     psub = p.add_subparsers(dest="perf_command", metavar="produce|consume", required=True)
     prod = psub.add_parser("produce", help="publish messages and report throughput and send latency")
@@ -122,55 +124,42 @@ def _topics(args: argparse.Namespace) -> list[str]:
     return [f"{t}-{i}" for t in args.topics for i in range(args.num_topics)]
 
 
-def _import_client():
-    try:
-        import pulsar
-    except ImportError:
-        print(
-            "magnetar perf needs the official pulsar-client: pip install 'magnetar[test]' (or pulsar-client)",
-            file=sys.stderr,
-        )
-        return None
-    return pulsar
+def _new_client(service_url: str) -> Any:
+    from magnetar.client import Client
+
+    return Client(service_url, operation_timeout_seconds=30)
 
 
-def _new_client(pulsar, service_url: str):
-    # The C++ client logs INFO lines to stdout by default; its own console logger at Warn keeps
-    # the report readable.  (A Python ``logging`` logger would be called from C++ threads and
-    # can abort the process at interpreter exit.)
-    return pulsar.Client(
-        service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
-    )
-
-
-def _close_all(endpoints: list, client) -> None:
-    """Close producers/consumers before the client, and the client before interpreter exit:
-    the C++ client aborts the process if its objects are torn down in another order."""
+async def _close_all(endpoints: list, client: Any) -> None:
+    """Close producers/consumers, then the client; a broker that went away must not crash the report."""
     for e in endpoints:
         try:
-            e.close()
-        except Exception as exc:  # a broker that went away must not turn a finished run into a crash
+            await e.close()
+        except Exception as exc:
             print(f"close failed: {exc}", file=sys.stderr)
     endpoints.clear()
-    client.close()
+    await client.close()
 
 
-def _report_loop(label: str, stats: IntervalStats, args: argparse.Namespace, done: Callable[[], bool]) -> int:
+async def _report_loop(
+    label: str, stats: IntervalStats, args: argparse.Namespace, done: Callable[[], bool]
+) -> int:
     start = last = time.monotonic()
     total = total_bytes = 0
     all_samples: list[float] = []
     deadline = start + args.test_duration if args.test_duration > 0 else float("inf")
-    try:
-        while not done() and time.monotonic() < deadline:
-            time.sleep(max(0.01, min(args.interval, deadline - time.monotonic())))
-            now = time.monotonic()
-            count, nbytes, samples = stats.reset()
-            total, total_bytes = total + count, total_bytes + nbytes
-            all_samples.extend(samples[: RESERVOIR_SAMPLES_MAX // 10])
-            print(format_line(label, count, nbytes, now - last, samples), flush=True)
-            last = now
-    except KeyboardInterrupt:
-        pass
+    next_report = start + args.interval
+    while not done() and time.monotonic() < deadline:
+        await asyncio.sleep(max(0.01, min(0.05, deadline - time.monotonic())))
+        now = time.monotonic()
+        if now < next_report and not done() and now < deadline:
+            continue
+        next_report = now + args.interval
+        count, nbytes, samples = stats.reset()
+        total, total_bytes = total + count, total_bytes + nbytes
+        all_samples.extend(samples[: RESERVOIR_SAMPLES_MAX // 10])
+        print(format_line(label, count, nbytes, now - last, samples), flush=True)
+        last = now
     count, nbytes, samples = stats.reset()
     total, total_bytes = total + count, total_bytes + nbytes
     all_samples.extend(samples)
@@ -181,111 +170,123 @@ def _report_loop(label: str, stats: IntervalStats, args: argparse.Namespace, don
 
 
 def run_produce(args: argparse.Namespace) -> int:
-    pulsar = _import_client()
-    if pulsar is None:
-        return 2
+    try:
+        return asyncio.run(_produce(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _produce(args: argparse.Namespace) -> int:
+    from magnetar.client import PulsarException
+
     topics = _topics(args)
-    client = _new_client(pulsar, args.service_url)
+    client = _new_client(args.service_url)
     stats = IntervalStats(random.Random(1))
-    stop = threading.Event()
     sent = [0]
-    sent_lock = threading.Lock()
-    producers = [
-        client.create_producer(
-            t,
-            batching_enabled=args.batch == "on",
-            batching_max_publish_delay_ms=args.batch_max_publish_delay_ms,
-            batching_max_messages=args.batch_max_messages,
-            max_pending_messages=args.max_pending,
-            block_if_queue_full=True,
-            compression_type=getattr(pulsar.CompressionType, args.compression),
-        )
-        for t in topics
-        for _ in range(args.num_producers)
-    ]
+    try:
+        producers = [
+            await client.create_producer(
+                t,
+                batching_enabled=args.batch == "on",
+                batching_max_publish_delay_ms=args.batch_max_publish_delay_ms,
+                batching_max_messages=args.batch_max_messages,
+                max_pending_messages=args.max_pending,
+                block_if_queue_full=True,
+                compression_type=args.compression,
+            )
+            for t in topics
+            for _ in range(args.num_producers)
+        ]
+    except PulsarException as exc:
+        print(f"magnetar perf: {type(exc).__name__}: {exc}", file=sys.stderr)
+        await client.close()
+        return 1
     per_producer_rate = args.rate / len(producers) if args.rate > 0 else 0.0
     payload = b"m" * args.size
 
     def take_one() -> bool:
-        with sent_lock:
-            if args.num_messages and sent[0] >= args.num_messages:
-                return False
-            sent[0] += 1
-            return True
+        if args.num_messages and sent[0] >= args.num_messages:
+            return False
+        sent[0] += 1
+        return True
 
-    def produce(producer) -> None:
+    async def produce(producer: Any) -> None:
         n = 0
         t0 = time.monotonic()
-        while not stop.is_set() and take_one():
+        while take_one():
             if per_producer_rate:
                 delay = t0 + n / per_producer_rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
+                await asyncio.sleep(max(0.0, delay))  # yield even when behind: consumers share the loop
             began = time.perf_counter()
+            fut = await producer.send_async(payload)
 
-            def on_done(res, _mid, began=began) -> None:
-                if res == pulsar.Result.Ok:
+            def on_done(f: asyncio.Future, began: float = began) -> None:
+                if not f.cancelled() and f.exception() is None:
                     stats.record(len(payload), (time.perf_counter() - began) * 1000.0)
 
-            producer.send_async(payload, on_done)
+            fut.add_done_callback(on_done)
             n += 1
-        producer.flush()
+        await producer.flush()
 
-    threads = [threading.Thread(target=produce, args=(p,), daemon=True) for p in producers]
-    for t in threads:
-        t.start()
-    total = _report_loop("Produced", stats, args, lambda: not any(t.is_alive() for t in threads))
-    stop.set()
-    for t in threads:
-        t.join(30)
-    _close_all(producers, client)
+    tasks = [asyncio.create_task(produce(p)) for p in producers]
+    total = await _report_loop("Produced", stats, args, lambda: all(t.done() for t in tasks))
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await _close_all(producers, client)
     return 0 if total > 0 else 1
 
 
 def run_consume(args: argparse.Namespace) -> int:
-    pulsar = _import_client()
-    if pulsar is None:
-        return 2
-    topics = _topics(args)
-    client = _new_client(pulsar, args.service_url)
-    stats = IntervalStats(random.Random(2))
-    stop = threading.Event()
-    received = [0]
-    lock = threading.Lock()
-    consumers = [
-        client.subscribe(
-            t,
-            args.subscription,
-            consumer_type=getattr(pulsar.ConsumerType, args.subscription_type),
-            receiver_queue_size=args.receiver_queue_size,
-            initial_position=pulsar.InitialPosition.Earliest
-            if args.earliest
-            else pulsar.InitialPosition.Latest,
-        )
-        for t in topics
-        for _ in range(args.num_consumers)
-    ]
+    try:
+        return asyncio.run(_consume(args))
+    except KeyboardInterrupt:
+        return 130
 
-    def consume(consumer) -> None:
+
+async def _consume(args: argparse.Namespace) -> int:
+    from magnetar.client import PulsarException, Timeout
+
+    topics = _topics(args)
+    client = _new_client(args.service_url)
+    stats = IntervalStats(random.Random(2))
+    stop = asyncio.Event()
+    received = [0]
+    try:
+        consumers = [
+            await client.subscribe(
+                t,
+                args.subscription,
+                consumer_type=args.subscription_type,
+                receiver_queue_size=args.receiver_queue_size,
+                initial_position="Earliest" if args.earliest else "Latest",
+            )
+            for t in topics
+            for _ in range(args.num_consumers)
+        ]
+    except PulsarException as exc:
+        print(f"magnetar perf: {type(exc).__name__}: {exc}", file=sys.stderr)
+        await client.close()
+        return 1
+
+    async def consume(consumer: Any) -> None:
         while not stop.is_set():
             try:
-                msg = consumer.receive(timeout_millis=200)
-            except pulsar.Timeout:
+                msg = await consumer.receive(200)
+            except Timeout:
                 continue
             latency_ms = max(0.0, time.time() * 1000.0 - msg.publish_timestamp())
             stats.record(len(msg.data()), latency_ms)
-            consumer.acknowledge(msg)
-            with lock:
-                received[0] += 1
-                if args.num_messages and received[0] >= args.num_messages:
-                    stop.set()
+            await consumer.acknowledge(msg)
+            received[0] += 1
+            if args.num_messages and received[0] >= args.num_messages:
+                stop.set()
 
-    threads = [threading.Thread(target=consume, args=(c,), daemon=True) for c in consumers]
-    for t in threads:
-        t.start()
-    _report_loop("Consumed", stats, args, stop.is_set)
+    tasks = [asyncio.create_task(consume(c)) for c in consumers]
+    await _report_loop("Consumed", stats, args, stop.is_set)
     stop.set()
-    for t in threads:
-        t.join(5)
-    _close_all(consumers, client)
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await _close_all(consumers, client)
     return 0

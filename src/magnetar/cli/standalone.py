@@ -49,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "-nss", "--no-stream-storage", action="store_true", help="accepted; no stream storage exists"
     )
     p.add_argument(
-        "-nfw", "--no-functions-worker", action="store_true", help="accepted; no functions worker runs"
+        "-nfw", "--no-functions-worker", action="store_true", help="do not run the functions worker"
     )
     p.set_defaults(func=run)
 
@@ -65,6 +65,7 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, str | None]:
         "webServicePort": s(args.web_port),
         "advertisedAddress": s(args.advertised_address),
         "bindAddress": s(getattr(args, "bind_address", None)),
+        "functionsWorkerEnabled": "false" if getattr(args, "no_functions_worker", False) else None,
     }
 
 

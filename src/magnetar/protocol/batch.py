@@ -98,20 +98,39 @@ def encode_batch(messages: list[SingleMessage]) -> bytes:
 
 def decode_batch(payload: bytes | bytearray | memoryview, count: int) -> list[SingleMessage]:
     """Split a batch payload into exactly ``count`` records."""
+    return [SingleMessage.from_pb(meta, body) for meta, body in decode_batch_raw(payload, count)]
+
+
+def parse_single_metadata(raw: bytes | bytearray | memoryview, index: int = 0) -> Any:
+    """One record's SingleMessageMetadata (CorruptPayload if unparseable or without payload_size)."""
+    meta = pb.SingleMessageMetadata()
+    try:
+        meta.ParseFromString(raw)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise CorruptPayload(f"batch record {index}: unparseable metadata: {exc}") from None
+    if not meta.HasField("payload_size"):
+        raise CorruptPayload(f"batch record {index}: SingleMessageMetadata without payload_size")
+    return meta
+
+
+def decode_batch_raw(payload: bytes | bytearray | memoryview, count: int) -> list[tuple[Any, bytes]]:
+    """Like ``decode_batch`` but (SingleMessageMetadata, payload) pairs: a client's hot path."""
     if count < 0 or count > MAX_BATCH_RECORDS:
         raise CorruptPayload(f"batch count {count} out of bounds")
     view = memoryview(payload)
     size = len(view)
     pos = 0
-    out: list[SingleMessage] = []
+    out: list[tuple[Any, bytes]] = []
+    new_meta = pb.SingleMessageMetadata
+    unpack = _U32.unpack_from
     for index in range(count):
         if size - pos < 4:
             raise CorruptPayload(f"batch record {index}: truncated metadata size")
-        meta_size = _U32.unpack_from(view, pos)[0]
+        meta_size = unpack(view, pos)[0]
         pos += 4
         if meta_size > size - pos:
             raise CorruptPayload(f"batch record {index}: metadata size {meta_size} exceeds the payload")
-        meta = pb.SingleMessageMetadata()
+        meta = new_meta()
         try:
             meta.ParseFromString(view[pos : pos + meta_size])
         except (DecodeError, RuntimeError, ValueError) as exc:
@@ -122,7 +141,7 @@ def decode_batch(payload: bytes | bytearray | memoryview, count: int) -> list[Si
         length = meta.payload_size
         if length < 0 or length > size - pos:
             raise CorruptPayload(f"batch record {index}: payload size {length} exceeds the payload")
-        out.append(SingleMessage.from_pb(meta, bytes(view[pos : pos + length])))
+        out.append((meta, bytes(view[pos : pos + length])))
         pos += length
     if pos != size:
         raise CorruptPayload(f"{size - pos} trailing bytes after {count} batch records")

@@ -22,6 +22,7 @@ from magnetar.broker.admin.service import AdminService
 from magnetar.web import (
     brokers,
     compaction,
+    functions,
     lookup,
     metrics,
     namespaces,
@@ -55,6 +56,7 @@ ROUTERS = (
     topic_admin.router,
     web_console.router,  # /console: the built-in web console (web/console/)
     websocket.router,
+    functions.router,
 )
 
 

@@ -189,6 +189,9 @@ RULES: tuple[tuple[frozenset[str] | None, re.Pattern[str], Rule], ...] = tuple(
         ("GET", _TP + r"/permissions", _topic(_T.GET_PERMISSION)),
         ("POST", _TP + r"/permissions/\{role\}", _topic(_T.GRANT_PERMISSION)),
         ("DELETE", _TP + r"/permissions/\{role\}", _topic(_T.REVOKE_PERMISSION)),
+        # ---- Pulsar Functions / IO (web/functions.py): the namespace's tenant admins, as allowFunctionOps
+        ("GET", r"/admin/v3/\{family\}/builtin\{what\}", AUTHENTICATED),
+        (_ANY, r"/admin/v3/\{family\}/\{tenant\}/\{namespace\}(/.*)?", TENANT_ADMIN),
         # ---- WebSocket API (Pulsar's /ws/v2 paths)
         (WEBSOCKET, r"/ws(/v2)?/pingpong", AUTHENTICATED),
         (WEBSOCKET, r"/ws/v3/consumer/\{subscription\}", AUTHENTICATED),  # per-topic check in the session

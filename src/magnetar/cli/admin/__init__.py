@@ -36,7 +36,16 @@ import httpx
 
 from magnetar.admin_client import AdminConnectionError, AdminError, PulsarAdmin, TlsOptions, auth_from_plugin
 from magnetar.admin_client.core import DEFAULT_ADMIN_URL
-from magnetar.cli.admin import brokers, clusters, namespaces, schemas, tenants, topic_policies, topics
+from magnetar.cli.admin import (
+    brokers,
+    clusters,
+    functions,
+    namespaces,
+    schemas,
+    tenants,
+    topic_policies,
+    topics,
+)
 from magnetar.cli.admin.common import OUTPUT_FORMATS, CliUsageError, Ctx, LazyGroups
 from magnetar.common.errors import InvalidArgument
 
@@ -76,6 +85,14 @@ GROUPS = (
     ),
     ("bookies", "registered bookies and their rack placement", brokers.register_bookies, ()),
     ("schemas", "the schema registry: schemas of topics", schemas.register, ()),
+    (
+        "functions",
+        "Pulsar Functions: create, status, stats, state",
+        functions.register_family("functions"),
+        (),
+    ),
+    ("sources", "Pulsar IO sources", functions.register_family("sources"), ()),
+    ("sinks", "Pulsar IO sinks", functions.register_family("sinks"), ()),
     (
         "ns-isolation-policy",
         "namespace isolation policies: which brokers serve which namespaces",

@@ -1,0 +1,218 @@
+"""magnetar.client (pure Python, asyncio) against the official client (C++ core), same broker, one run.
+
+Starts one ``magnetar standalone`` subprocess (or uses ``--url``) and measures,
+for each client in turn, on fresh topics:
+
+* publish msg/s, batched (``--batched`` messages as fast as the producer
+  accepts, 1000 pending, 1 ms batching delay) and unbatched (``--unbatched``
+  messages);
+* consume msg/s: a backlog of ``--batched`` messages read and acknowledged
+  from the earliest position;
+* end-to-end latency at a paced ``--rate`` msg/s (5,000 by default) for
+  ``--seconds``: each payload carries its send time (``time.perf_counter``, same
+  process), the consumer records receive time minus send time; p50 / p99 / max.
+
+magnetar.client runs on the standard asyncio loop and on uvloop (``--loop``).
+Every figure comes from the same machine and broker within one run, so the
+two columns can be compared; absolute values depend on the broker (which
+writes every entry to its own storage) as much as on the clients.
+
+    .venv/bin/python benchmarks/client_bench.py [--url pulsar://...] [--batched N] [--unbatched N]
+        [--rate R] [--seconds S] [--size BYTES]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import struct
+import tempfile
+import threading
+import time
+import uuid
+
+_TS = struct.Struct(">d")
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def _topic(tag: str) -> str:
+    return f"persistent://public/default/bench-{tag}-{uuid.uuid4().hex[:8]}"
+
+
+# --------------------------------------------------------------------------- official client
+def official_run(url: str, args: argparse.Namespace) -> dict[str, float]:
+    import pulsar
+
+    client = pulsar.Client(
+        url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
+    out: dict[str, float] = {}
+    payload = b"x" * args.size
+
+    def publish(topic: str, n: int, batching: bool) -> float:
+        p = client.create_producer(topic, batching_enabled=batching, batching_max_publish_delay_ms=1,
+                                   max_pending_messages=1000, block_if_queue_full=True)  # fmt: skip
+        done = threading.Event()
+        count = [0]
+
+        def cb(res, _mid):
+            count[0] += 1
+            if count[0] == n:
+                done.set()
+
+        t0 = time.perf_counter()
+        for _ in range(n):
+            p.send_async(payload, cb)
+        p.flush()
+        done.wait(300)
+        rate = n / (time.perf_counter() - t0)
+        p.close()
+        return rate
+
+    topic = _topic("off-b")
+    sub = client.subscribe(topic, "bench", initial_position=pulsar.InitialPosition.Earliest)
+    out["publish batched msg/s"] = publish(topic, args.batched, True)
+    out["publish unbatched msg/s"] = publish(_topic("off-u"), args.unbatched, False)
+    t0 = time.perf_counter()
+    for _ in range(args.batched):
+        sub.acknowledge(sub.receive(10_000))
+    out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
+    sub.close()
+
+    topic = _topic("off-l")
+    cons = client.subscribe(topic, "lat")
+    prod = client.create_producer(
+        topic, batching_enabled=True, batching_max_publish_delay_ms=1, block_if_queue_full=True
+    )
+    total = int(args.rate * args.seconds)
+    lat: list[float] = []
+
+    def receive_all() -> None:
+        for _ in range(total):
+            msg = cons.receive(10_000)
+            lat.append((time.perf_counter() - _TS.unpack_from(msg.data())[0]) * 1000)
+            cons.acknowledge(msg)
+
+    rx = threading.Thread(target=receive_all)
+    rx.start()
+    t0 = time.perf_counter()
+    for i in range(total):
+        delay = t0 + i / args.rate - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        prod.send_async(_TS.pack(time.perf_counter()) + payload[8:], None)
+    prod.flush()
+    rx.join(120)
+    out.update(_lat(lat))
+    prod.close()
+    cons.close()
+    client.close()
+    return out
+
+
+def _lat(lat: list[float]) -> dict[str, float]:
+    return {"e2e p50 ms": _pct(lat, 50), "e2e p99 ms": _pct(lat, 99), "e2e max ms": max(lat) if lat else 0.0}
+
+
+# --------------------------------------------------------------------------- magnetar.client
+async def native_run(url: str, args: argparse.Namespace) -> dict[str, float]:
+    from magnetar.client import Client
+
+    client = Client(url, operation_timeout_seconds=30)
+    out: dict[str, float] = {}
+    payload = b"x" * args.size
+
+    async def publish(topic: str, n: int, batching: bool) -> float:
+        p = await client.create_producer(topic, batching_enabled=batching, batching_max_publish_delay_ms=1,
+                                         max_pending_messages=1000, block_if_queue_full=True)  # fmt: skip
+        t0 = time.perf_counter()
+        futs = [await p.send_async(payload) for _ in range(n)]
+        await asyncio.gather(*futs)
+        rate = n / (time.perf_counter() - t0)
+        await p.close()
+        return rate
+
+    topic = _topic("nat-b")
+    sub = await client.subscribe(topic, "bench", initial_position="earliest")
+    out["publish batched msg/s"] = await publish(topic, args.batched, True)
+    out["publish unbatched msg/s"] = await publish(_topic("nat-u"), args.unbatched, False)
+    t0 = time.perf_counter()
+    for _ in range(args.batched):
+        await sub.acknowledge(await sub.receive(10_000))
+    out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
+    await sub.close()
+
+    topic = _topic("nat-l")
+    cons = await client.subscribe(topic, "lat")
+    prod = await client.create_producer(
+        topic, batching_enabled=True, batching_max_publish_delay_ms=1, block_if_queue_full=True
+    )
+    total = int(args.rate * args.seconds)
+    lat: list[float] = []
+
+    async def receive_all() -> None:
+        for _ in range(total):
+            msg = await cons.receive(10_000)
+            lat.append((time.perf_counter() - _TS.unpack_from(msg.data())[0]) * 1000)
+            await cons.acknowledge(msg)
+
+    rx = asyncio.create_task(receive_all())
+    t0 = time.perf_counter()
+    futs = []
+    for i in range(total):
+        delay = t0 + i / args.rate - time.perf_counter()
+        await asyncio.sleep(max(0.0, delay))  # a paced sender yields even when behind schedule
+        futs.append(await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:]))
+    await asyncio.gather(*futs)
+    await asyncio.wait_for(rx, 120)
+    out.update(_lat(lat))
+    await client.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--url", help="broker service URL (default: start a standalone)")
+    ap.add_argument("--batched", type=int, default=50_000)
+    ap.add_argument("--unbatched", type=int, default=5_000)
+    ap.add_argument("--rate", type=float, default=5_000)
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument(
+        "--loop", choices=("uvloop", "asyncio", "both"), default="both", help="magnetar.client's loop"
+    )
+    args = ap.parse_args()
+    proc = None
+    url = args.url
+    if url is None:
+        from magnetar.testing.standalone import StandaloneProcess
+
+        proc = StandaloneProcess(tempfile.mkdtemp(prefix="client-bench-") + "/data")
+        proc.start()
+        url = proc.broker_url
+    try:
+        results = {"official (C++ core)": official_run(url, args)}
+        if args.loop in ("asyncio", "both"):
+            results["magnetar.client asyncio"] = asyncio.run(native_run(url, args))
+        if args.loop in ("uvloop", "both"):
+            import uvloop
+
+            results["magnetar.client uvloop"] = uvloop.run(native_run(url, args))
+    finally:
+        if proc is not None:
+            proc.terminate()
+    names = list(next(iter(results.values())))
+    print(f"{args.size}-byte messages; e2e at {args.rate:g} msg/s for {args.seconds:g} s; broker {url}")
+    print(f"{'':26}" + "".join(f"{k:>25}" for k in results))
+    for name in names:
+        print(f"{name:26}" + "".join(f"{r[name]:>25,.1f}" for r in results.values()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,452 @@
+"""``Client``: the entry point, holding the connection pool, the lookup service and what was created.
+
+Theory of operation: a Client is cheap to build (no I/O happens until the
+first ``create_producer`` / ``subscribe`` / ``create_reader``) and must be
+closed with ``await client.close()``, which closes every producer, consumer
+and reader it made and then the connections. The service URL picks the lookup:
+``pulsar://`` and ``pulsar+ssl://`` use the binary protocol, ``http://`` and
+``https://`` the broker's REST lookup. TLS (``pulsar+ssl://`` or ``use_tls``)
+builds one ``ssl.SSLContext`` from the trust store, the insecure and
+hostname-validation switches and, with ``AuthenticationTLS`` or the
+certificate/key paths, the client certificate.
+
+Method and keyword names are the official Python client's, made async; enum
+arguments also take their names as strings (``initial_position="earliest"``).
+Options this client does not implement (listeners, encryption) raise
+``NotSupported`` instead of being silently ignored. Producer and consumer ids
+are client-wide counters, as in Pulsar's clients.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+import uuid
+from typing import Any
+
+from magnetar.client.acks import MultiplierRedeliveryBackoff
+from magnetar.client.auth import Authentication, AuthenticationTLS
+from magnetar.client.connection import ConnectionConfig, make_ssl_context
+from magnetar.client.consumer import Consumer
+from magnetar.client.consumer_impl import ConsumerConf
+from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, NotSupported
+from magnetar.client.lookup import BinaryLookup, HttpLookup, LookupService
+from magnetar.client.memory import MemoryLimitController
+from magnetar.client.pool import ConnectionPool
+from magnetar.client.producer import Producer
+from magnetar.client.producer_impl import PartitionProducer, ProducerConf
+from magnetar.client.reader import Reader
+from magnetar.client.schema import AvroSchema, BytesSchema, Schema
+from magnetar.client.schema_auto import (
+    AutoConsumeSchema,
+    AutoProduceBytesSchema,
+    SchemaResolver,
+    schema_for_wire,
+)
+from magnetar.client.tableview import TableView
+from magnetar.client.types import (
+    BatchingType,
+    CompressionType,
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
+    ConsumerType,
+    HashingScheme,
+    InitialPosition,
+    PartitionsRoutingMode,
+    ProducerAccessMode,
+    RegexSubscriptionMode,
+    coerce,
+)
+from magnetar.common.naming import TopicName
+from magnetar.protocol.client_commands import KeySharedPolicy
+from magnetar.protocol.enums import InitialPosition as WireInitialPosition
+from magnetar.protocol.enums import KeySharedMode, SubType, TopicDomainMode
+from magnetar.protocol.message_id import EARLIEST, LATEST, MessageId
+from magnetar.runtime.rng import Rng
+
+
+def _reject(**unsupported: Any) -> None:
+    for name, value in unsupported.items():
+        if value not in (None, False):
+            raise NotSupported(f"{name} is not implemented in magnetar.client yet")
+
+
+class Client:
+    def __init__(
+        self,
+        service_url: str,
+        authentication: Authentication | None = None,
+        operation_timeout_seconds: float = 30,
+        connection_timeout_ms: int = 10_000,
+        use_tls: bool = False,
+        tls_trust_certs_file_path: str | None = None,
+        tls_allow_insecure_connection: bool = False,
+        tls_validate_hostname: bool = False,
+        tls_certificate_file_path: str | None = None,
+        tls_private_key_file_path: str | None = None,
+        listener_name: str | None = None,
+        keep_alive_interval_seconds: float = 30,
+        memory_limit_bytes: int = 64 * 1024 * 1024,
+        partitions_update_interval_seconds: float = 60,
+        rng: Rng | None = None,
+    ) -> None:
+        scheme = service_url.split("://", 1)[0].lower()
+        if scheme not in ("pulsar", "pulsar+ssl", "http", "https"):
+            raise InvalidConfiguration(
+                f"service URL {service_url!r}: scheme must be pulsar, pulsar+ssl, http(s)"
+            )
+        self.service_url = service_url
+        self.authentication = authentication or Authentication()
+        self.use_tls = use_tls or scheme in ("pulsar+ssl", "https")
+        if isinstance(self.authentication, AuthenticationTLS):
+            tls_certificate_file_path = self.authentication.tls_cert_file
+            tls_private_key_file_path = self.authentication.tls_key_file
+        ssl_ctx = None
+        if self.use_tls:
+            ssl_ctx = make_ssl_context(
+                tls_trust_certs_file_path,
+                tls_allow_insecure_connection,
+                tls_validate_hostname,
+                tls_certificate_file_path,
+                tls_private_key_file_path,
+            )
+        self.pool = ConnectionPool(
+            ConnectionConfig(
+                self.authentication,
+                ssl_ctx,
+                tls_validate_hostname,
+                float(operation_timeout_seconds),
+                connection_timeout_ms / 1000.0,
+                float(keep_alive_interval_seconds),
+            )
+        )
+        self.lookup: LookupService
+        if scheme.startswith("http"):
+            verify: Any = ssl_ctx if ssl_ctx is not None else True
+            self.lookup = HttpLookup(service_url, self.authentication, verify)
+        else:
+            self.lookup = BinaryLookup(self.pool, service_url, self.use_tls, listener_name or "")
+        self.rng = rng or Rng()
+        self.memory = MemoryLimitController(memory_limit_bytes)
+        self.partitions_update_s = float(partitions_update_interval_seconds)
+        self._producer_ids = itertools.count()
+        self._consumer_ids = itertools.count()
+        self._handles: list[Any] = []
+        self._closed = False
+
+    # ------------------------------------------------------------------ helpers
+    def next_producer_id(self) -> int:
+        return next(self._producer_ids)
+
+    def next_consumer_id(self) -> int:
+        return next(self._consumer_ids)
+
+    @staticmethod
+    def clock_ms() -> int:
+        return int(time.time() * 1000)
+
+    def _check(self) -> None:
+        if self._closed:
+            raise AlreadyClosed("the client is closed")
+
+    def _forget(self, handle: Any) -> None:
+        if handle in self._handles:
+            self._handles.remove(handle)
+
+    async def get_topic_partitions(self, topic: str) -> list[str]:
+        self._check()
+        n = await self.lookup.partitions(topic)
+        return [f"{topic}-partition-{i}" for i in range(n)] if n > 0 else [topic]
+
+    # ------------------------------------------------------------------ producers
+    async def create_producer(
+        self,
+        topic: str,
+        producer_name: str | None = None,
+        schema: Schema | None = None,
+        initial_sequence_id: int | None = None,
+        send_timeout_millis: int = 30_000,
+        compression_type: Any = CompressionType.NONE,
+        max_pending_messages: int = 1000,
+        block_if_queue_full: bool = False,
+        batching_enabled: bool = True,
+        batching_max_messages: int = 1000,
+        batching_max_allowed_size_in_bytes: int = 128 * 1024,
+        batching_max_publish_delay_ms: float = 10,
+        chunking_enabled: bool = False,
+        message_routing_mode: Any = PartitionsRoutingMode.RoundRobinDistribution,
+        hashing_scheme: Any = HashingScheme.BoostHash,
+        message_router: Any = None,
+        properties: dict[str, str] | None = None,
+        access_mode: Any = ProducerAccessMode.Shared,
+        initial_subscription_name: str | None = None,
+        lazy_start_partitioned_producers: bool = False,
+        batching_type: Any = BatchingType.Default,
+        encryption_key: Any = None,
+        crypto_key_reader: Any = None,
+    ) -> Producer:
+        self._check()
+        _reject(
+            encryption_key=encryption_key,
+            crypto_key_reader=crypto_key_reader,
+            lazy_start_partitioned_producers=lazy_start_partitioned_producers,
+        )
+        if chunking_enabled and batching_enabled:
+            batching_enabled = (
+                False  # the official clients refuse both; chunking wins, as in pulsar-client CLI
+            )
+        if max_pending_messages <= 0:
+            raise InvalidConfiguration("max_pending_messages must be positive")
+        topic = str(TopicName.get(topic))
+        schema = schema or BytesSchema()
+        if isinstance(schema, AutoProduceBytesSchema):
+            info = await self.lookup.get_schema(topic)
+            schema.wire = info[0] if info is not None else None
+            schema.topic_schema = schema_for_wire(schema.wire) if schema.wire is not None else None
+        conf = ProducerConf(
+            producer_name=producer_name,
+            initial_sequence_id=initial_sequence_id,
+            send_timeout_ms=send_timeout_millis,
+            compression=int(coerce(CompressionType, compression_type)),
+            max_pending_messages=max_pending_messages,
+            block_if_queue_full=block_if_queue_full,
+            batching_enabled=batching_enabled,
+            batching_max_messages=batching_max_messages,
+            batching_max_allowed_size_in_bytes=batching_max_allowed_size_in_bytes,
+            batching_max_publish_delay_ms=batching_max_publish_delay_ms,
+            chunking_enabled=chunking_enabled,
+            access_mode=coerce(ProducerAccessMode, access_mode),
+            properties=properties,
+            schema=schema.wire_schema(),
+            key_based_batching=coerce(BatchingType, batching_type) == BatchingType.KeyBased,
+            initial_subscription_name=initial_subscription_name,
+        )
+        n = await self.lookup.partitions(topic)
+        names = [(f"{topic}-partition-{i}", i) for i in range(n)] if n > 0 else [(topic, -1)]
+        parts = [PartitionProducer(self, name, idx, conf) for name, idx in names]
+        if producer_name and n > 0:
+            for p in parts:
+                p.producer_name = f"{producer_name}-{p.partition}"
+        try:
+            for p in parts:
+                await p.start()
+        except BaseException:
+            for p in parts:
+                await p.close()
+            raise
+        producer = Producer(
+            self,
+            topic,
+            parts,
+            schema,
+            coerce(PartitionsRoutingMode, message_routing_mode),
+            coerce(HashingScheme, hashing_scheme),
+            message_router,
+            batching_max_publish_delay_ms,
+            batching_enabled,
+        )
+        self._handles.append(producer)
+        return producer
+
+    # ------------------------------------------------------------------ consumers
+    async def subscribe(
+        self,
+        topic: str | list[str] | re.Pattern[str],
+        subscription_name: str,
+        consumer_type: Any = ConsumerType.Exclusive,
+        schema: Schema | None = None,
+        receiver_queue_size: int = 1000,
+        consumer_name: str | None = None,
+        unacked_messages_timeout_ms: int | None = None,
+        negative_ack_redelivery_delay_ms: int = 60_000,
+        negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
+        is_read_compacted: bool = False,
+        properties: dict[str, str] | None = None,
+        pattern_auto_discovery_period: float = 60,
+        initial_position: Any = InitialPosition.Latest,
+        replicate_subscription_state_enabled: bool = False,
+        max_pending_chunked_message: int = 10,
+        key_shared_policy: ConsumerKeySharedPolicy | None = None,
+        batch_index_ack_enabled: bool = False,
+        regex_subscription_mode: Any = RegexSubscriptionMode.PersistentOnly,
+        dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
+        subscription_properties: dict[str, str] | None = None,
+        retry_enable: bool = False,
+        message_listener: Any = None,
+        crypto_key_reader: Any = None,
+        acknowledgment_group_time_ms: float = 100,
+    ) -> Consumer:
+        self._check()
+        _reject(message_listener=message_listener, crypto_key_reader=crypto_key_reader)
+        if not subscription_name:
+            raise InvalidConfiguration("subscription_name is required")
+        if receiver_queue_size < 0:
+            raise InvalidConfiguration("receiver_queue_size must be >= 0")
+        ks = None
+        if key_shared_policy is not None:
+            mode = key_shared_policy.key_shared_mode
+            ks = KeySharedPolicy(
+                KeySharedMode.STICKY
+                if str(getattr(mode, "name", mode)).lower() == "sticky"
+                else KeySharedMode.AUTO_SPLIT,
+                tuple(key_shared_policy.sticky_ranges),
+                key_shared_policy.allow_out_of_order_delivery,
+            )
+        conf = ConsumerConf(
+            subscription=subscription_name,
+            sub_type=SubType(int(coerce(ConsumerType, consumer_type))),
+            consumer_name=consumer_name or uuid.uuid4().hex[:10],
+            receiver_queue_size=receiver_queue_size,
+            initial_position=WireInitialPosition(int(coerce(InitialPosition, initial_position))),
+            read_compacted=is_read_compacted,
+            properties=properties,
+            subscription_properties=subscription_properties,
+            ack_group_time_ms=acknowledgment_group_time_ms,
+            batch_index_ack_enabled=batch_index_ack_enabled,
+            negative_ack_delay_ms=negative_ack_redelivery_delay_ms,
+            negative_ack_backoff=negative_ack_redelivery_backoff,
+            ack_timeout_ms=unacked_messages_timeout_ms or 0,
+            max_redeliver_count=dead_letter_policy.max_redeliver_count if dead_letter_policy else 0,
+            dead_letter_topic=dead_letter_policy.dead_letter_topic if dead_letter_policy else None,
+            dlq_initial_subscription=dead_letter_policy.initial_subscription_name
+            if dead_letter_policy
+            else None,
+            replicate_subscription_state=replicate_subscription_state_enabled,
+            key_shared=ks,
+            max_pending_chunked_messages=max_pending_chunked_message,
+        )
+        schema = schema or BytesSchema()
+        conf.schema = schema.wire_schema()
+        consumer = Consumer(
+            self, subscription_name, conf, schema if not isinstance(schema, BytesSchema) else None
+        )
+        if isinstance(schema, AutoConsumeSchema | AvroSchema):
+            consumer._resolver = SchemaResolver(self, schema)
+        try:
+            if isinstance(topic, re.Pattern):
+                namespace, mode = self._pattern_namespace(topic, regex_subscription_mode)
+                for t in await self._matching_topics(topic, namespace, mode):
+                    await consumer.add_topic(t)
+                consumer.start_pattern_discovery(topic, namespace, mode, float(pattern_auto_discovery_period))
+            else:
+                names = [str(TopicName.get(t)) for t in ([topic] if isinstance(topic, str) else list(topic))]
+                if retry_enable:
+                    policy = dead_letter_policy.retry_letter_topic if dead_letter_policy else None
+                    consumer.retry_topic = policy or f"{names[0]}-{subscription_name}-RETRY"
+                    names.append(str(TopicName.get(consumer.retry_topic)))
+                for t in names:
+                    await consumer.add_topic(t)
+        except BaseException:
+            await consumer.close()
+            raise
+        self._handles.append(consumer)
+        return consumer
+
+    def _pattern_namespace(self, pattern: re.Pattern[str], mode: Any) -> tuple[str, TopicDomainMode]:
+        text = pattern.pattern
+        if "://" not in text:
+            raise InvalidConfiguration(
+                "a topic pattern must be a full name, e.g. persistent://public/default/t-.*"
+            )
+        parts = text.split("://", 1)[1].split("/")
+        if len(parts) < 3:
+            raise InvalidConfiguration(f"topic pattern {text!r} names no namespace")
+        wire = TopicDomainMode(int(coerce(RegexSubscriptionMode, mode)))
+        return f"{parts[0]}/{parts[1]}", wire
+
+    async def _matching_topics(
+        self, pattern: re.Pattern[str], namespace: str, mode: TopicDomainMode
+    ) -> list[str]:
+        names = await self.lookup.topics_of_namespace(namespace, mode)
+        bases = dict.fromkeys(n.split("-partition-")[0] for n in names)
+        return [t for t in bases if pattern.fullmatch(t)]
+
+    async def create_reader(
+        self,
+        topic: str,
+        start_message_id: MessageId | str,
+        receiver_queue_size: int = 1000,
+        reader_name: str | None = None,
+        subscription_role_prefix: str | None = None,
+        is_read_compacted: bool = False,
+        start_message_id_inclusive: bool = False,
+        schema: Schema | None = None,
+        reader_listener: Any = None,
+        crypto_key_reader: Any = None,
+    ) -> Reader:
+        self._check()
+        _reject(reader_listener=reader_listener, crypto_key_reader=crypto_key_reader)
+        if isinstance(start_message_id, str):
+            named = {"earliest": EARLIEST, "latest": LATEST}.get(start_message_id.lower())
+            if named is None:
+                raise InvalidConfiguration("start_message_id must be a MessageId, 'earliest' or 'latest'")
+            start_message_id = named
+        sub = reader_name or f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}"
+        conf = ConsumerConf(
+            subscription=sub,
+            sub_type=SubType.Exclusive,
+            receiver_queue_size=receiver_queue_size,
+            durable=False,
+            start_message_id=start_message_id,
+            start_inclusive=start_message_id_inclusive,
+            read_compacted=is_read_compacted,
+            initial_position=WireInitialPosition.Earliest
+            if start_message_id == EARLIEST
+            else WireInitialPosition.Latest,
+        )
+        schema = schema or BytesSchema()
+        conf.schema = schema.wire_schema()
+        consumer = Consumer(self, sub, conf, schema if not isinstance(schema, BytesSchema) else None)
+        if isinstance(schema, AutoConsumeSchema | AvroSchema):
+            consumer._resolver = SchemaResolver(self, schema)
+        try:
+            await consumer.add_topic(str(TopicName.get(topic)))
+            special = start_message_id.ledger_id < 0 or start_message_id.ledger_id == LATEST.ledger_id
+            if len(consumer._children) != 1 and not special:
+                raise NotSupported("a reader of a partitioned topic starts at EARLIEST or LATEST")
+            reader = Reader(consumer, start_message_id, start_message_id_inclusive)
+            await reader._position_latest_inclusive()
+        except BaseException:
+            await consumer.close()
+            raise
+        self._handles.append(consumer)
+        return reader
+
+    async def create_table_view(
+        self, topic: str, subscription_name: str | None = None, schema: Schema | None = None
+    ) -> TableView:
+        """A TableView of ``topic`` (read_compacted reader from EARLIEST), caught up before it returns."""
+        reader = await self.create_reader(
+            topic, EARLIEST, reader_name=subscription_name, is_read_compacted=True, schema=schema
+        )
+        view = TableView(reader)
+        try:
+            await view._catch_up()
+        except BaseException:
+            await reader.close()
+            raise
+        return view
+
+    # ------------------------------------------------------------------ schema, close
+    async def get_schema_info(self, topic: str, version: bytes | None = None) -> Any:
+        self._check()
+        return await self.lookup.get_schema(str(TopicName.get(topic)), version)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        for handle in list(self._handles):
+            try:
+                await handle.close()
+            except Exception:  # closing must go on for the others
+                pass
+        self._closed = True
+        await self.pool.close()
+        await self.lookup.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,437 @@
+"""One TCP (or TLS) connection to a broker: asyncio streams around the sans-IO ClientConnection.
+
+Theory of operation: :class:`ClientCnx` owns a socket and a
+``protocol.ClientConnection``. ``open()`` connects (bounded by the connection
+timeout), writes CONNECT with the authentication data, and waits for CONNECTED
+(an ERROR there becomes the typed exception, e.g. ``AuthenticationError``).
+Then every received chunk goes, in the protocol's ``data_received``
+callback (no reader task, no extra copy), to the state machine, whose events
+are routed at once:
+
+* responses to requests: ``request(kind, build)`` picks a request id, writes
+  ``build(request_id)`` and waits on a future keyed by ``(kind, request_id)``,
+  never longer than the operation timeout (then the request is forgotten and
+  ``Timeout`` raised). An error answer becomes the typed ``ServerError``
+  exception;
+* commands for one producer or consumer (SEND_RECEIPT, SEND_ERROR, MESSAGE,
+  CLOSE_PRODUCER, CLOSE_CONSUMER, ACTIVE_CONSUMER_CHANGE,
+  REACHED_END_OF_TOPIC, TOPIC_MIGRATED) go to the handler registered under
+  that id with ``add_producer`` / ``add_consumer``;
+* PING is answered at once, AUTH_CHALLENGE with fresh auth data (token refresh).
+
+A keep-alive task ticks the state machine every ``keepalive_s``: it sends
+PING, or closes the connection when the previous PING got no traffic back.
+When the connection ends for any reason, every pending request fails with
+``ConnectError`` and every handler's ``connection_closed(cnx)`` is called once
+so producers and consumers reconnect (they own their reconnect loops; this
+class never reconnects). Writes are plain ``transport.write``; senders of bulk
+data call ``drain()``, which waits while the transport asked us to pause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from magnetar.client.auth import Authentication
+from magnetar.client.errors import ConnectError, PulsarException, Timeout, error_from_code
+from magnetar.protocol import client_commands, server_commands
+from magnetar.protocol.client_connection import ClientConnection
+from magnetar.protocol.enums import CLIENT_DEFAULT_MAX_MESSAGE_SIZE, CommandType
+from magnetar.protocol.errors import ProtocolError
+from magnetar.protocol.events import (
+    CommandReceived,
+    Connected,
+    ConnectionClosed,
+    ConnectRejected,
+    KeepaliveAction,
+    PingReceived,
+    ResponseReceived,
+)
+from magnetar.protocol.frames import Frame
+
+log = logging.getLogger(__name__)
+T = CommandType
+_PRODUCER_COMMANDS = {
+    T.SEND_RECEIPT: "producer_id",
+    T.SEND_ERROR: "producer_id",
+    T.CLOSE_PRODUCER: "producer_id",
+}
+_CONSUMER_COMMANDS = {
+    T.MESSAGE: "consumer_id",
+    T.CLOSE_CONSUMER: "consumer_id",
+    T.ACTIVE_CONSUMER_CHANGE: "consumer_id",
+    T.REACHED_END_OF_TOPIC: "consumer_id",
+}
+
+
+class Handler(Protocol):
+    def handle_frame(self, frame: Frame) -> None: ...
+    def connection_closed(self, cnx: ClientCnx) -> None: ...
+
+
+@dataclass(frozen=True)
+class ConnectionConfig:
+    authentication: Authentication
+    ssl_context: ssl.SSLContext | None = None
+    tls_validate_hostname: bool = False
+    operation_timeout_s: float = 30.0
+    connection_timeout_s: float = 10.0
+    keepalive_s: float = 30.0
+    client_version: str = client_commands.CLIENT_VERSION
+
+
+def make_ssl_context(
+    trust_file: str | None, insecure: bool, validate_hostname: bool, cert: str | None, key: str | None
+) -> ssl.SSLContext:
+    """The TLS context: trusted CAs, the insecure / hostname switches, an optional client certificate."""
+    ctx = ssl.create_default_context(cafile=trust_file) if trust_file else ssl.create_default_context()
+    ctx.check_hostname = bool(validate_hostname) and not insecure
+    if insecure:
+        ctx.verify_mode = ssl.CERT_NONE
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def split_host_port(address: str) -> tuple[str, int]:
+    """``pulsar://h:p`` / ``pulsar+ssl://h:p`` / ``h:p`` -> (host, port)."""
+    rest = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConnectError(f"broker address {address!r} has no port")
+    return host.strip("[]"), int(port)
+
+
+def _response_error(frame: Frame) -> PulsarException:
+    cmd: Any = frame.command
+    for code_field, msg_field in (("error", "message"), ("error_code", "error_message")):
+        if code_field in cmd.DESCRIPTOR.fields_by_name and cmd.HasField(code_field):
+            return error_from_code(getattr(cmd, code_field), getattr(cmd, msg_field, ""))
+    return error_from_code(0, f"{frame.type.name} failed")
+
+
+class _Wire(asyncio.Protocol):
+    """The socket side: bytes in go straight to the ClientCnx (no reader task), writes with flow control."""
+
+    def __init__(self, cnx: ClientCnx) -> None:
+        self.cnx = cnx
+        self.transport: asyncio.Transport | None = None
+        self._paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.cnx._on_data(data)
+
+    def eof_received(self) -> bool:
+        self.cnx._on_data(b"")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.cnx._shutdown(exc)
+        self._wake()
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def drain(self) -> None:
+        if self._paused and self.transport is not None and not self.transport.is_closing():
+            w = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(w)
+            await w
+
+
+class ClientCnx:
+    """A connection to one broker (``logical``), reached at ``physical`` (the same unless proxied)."""
+
+    def __init__(self, logical: str, physical: str, config: ConnectionConfig) -> None:
+        self.logical = logical
+        self.physical = physical
+        self.config = config
+        self._conn = ClientConnection(keepalive_interval_s=config.keepalive_s)
+        self._wire: _Wire | None = None
+        self._transport: asyncio.Transport | None = None
+        self._handshake: asyncio.Future[None] | None = None
+        self._pending: dict[tuple[CommandType, int], asyncio.Future[Frame]] = {}
+        self._producers: dict[int, Handler] = {}
+        self._consumers: dict[int, Handler] = {}
+        self._watchers: dict[int, Handler] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closed = asyncio.Event()
+        self.close_reason: BaseException | None = None
+        self.max_message_size = CLIENT_DEFAULT_MAX_MESSAGE_SIZE
+        self.server_version = ""
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def is_closed(self) -> bool:
+        return self._closed.is_set()
+
+    async def open(self) -> None:
+        host, port = split_host_port(self.physical)
+        ssl_ctx = self.config.ssl_context
+        loop = asyncio.get_running_loop()
+        self._handshake = loop.create_future()
+        try:
+            transport, wire = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: _Wire(self), host, port, ssl=ssl_ctx, server_hostname=host if ssl_ctx else None
+                ),
+                self.config.connection_timeout_s,
+            )
+        except TimeoutError:
+            raise ConnectError(f"connecting to {self.physical} timed out") from None
+        except (OSError, ssl.SSLError) as exc:
+            raise ConnectError(f"cannot connect to {self.physical}: {exc}") from None
+        self._transport, self._wire = transport, wire
+        auth = self.config.authentication
+        proxy_to = None if self.logical == self.physical else self.logical.split("://", 1)[-1]
+        try:
+            transport.write(
+                self._conn.connect(
+                    client_version=self.config.client_version,
+                    auth_method_name=auth.auth_method_name,
+                    auth_data=await auth.auth_data(),
+                    proxy_to_broker_url=proxy_to,
+                )
+            )
+            await asyncio.wait_for(asyncio.shield(self._handshake), self.config.connection_timeout_s)
+        except TimeoutError:
+            self._abort()
+            raise ConnectError(f"{self.physical} sent no CONNECTED in time") from None
+        except BaseException:
+            self._abort()
+            raise
+        self._tasks.append(asyncio.create_task(self._keepalive_loop(), name=f"cnx-keepalive {self.physical}"))
+
+    def _on_handshake_event(self, event: Any) -> None:
+        hs = self._handshake
+        assert hs is not None
+        if isinstance(event, Connected):
+            if event.max_message_size:
+                self.max_message_size = event.max_message_size
+            self.server_version = event.server_version
+            if not hs.done():
+                hs.set_result(None)
+        elif isinstance(event, ConnectRejected):
+            if not hs.done():
+                hs.set_exception(error_from_code(event.error, event.message))
+        elif isinstance(event, ConnectionClosed):
+            if not hs.done():
+                hs.set_exception(ConnectError(f"{self.physical} closed the connection during the handshake"))
+        elif isinstance(event, CommandReceived) and event.type is T.AUTH_CHALLENGE:
+            asyncio.get_running_loop().create_task(self._answer_challenge_safely())
+
+    async def _answer_challenge(self) -> None:
+        auth = self.config.authentication
+        data = await auth.auth_data()
+        self.write(
+            self._conn.send_auth_response(
+                client_commands.auth_response(self.config.client_version, auth.auth_method_name, data or b"")
+            )
+        )
+
+    def _abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    async def close(self) -> None:
+        """Close the socket; handlers are told, pending requests fail. Idempotent."""
+        self._shutdown(None)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+
+    def _shutdown(self, reason: BaseException | None) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        self.close_reason = reason
+        self._conn.close()
+        if self._transport is not None:
+            self._transport.close()
+        hs = self._handshake
+        if hs is not None and not hs.done():
+            hs.set_exception(ConnectError(f"connection to {self.physical} lost during the handshake"))
+            hs.exception()
+        err = ConnectError(f"connection to {self.physical} closed" + (f": {reason}" if reason else ""))
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(err)
+        self._pending.clear()
+        handlers = [*self._producers.values(), *self._consumers.values(), *self._watchers.values()]
+        self._producers.clear()
+        self._consumers.clear()
+        self._watchers.clear()
+        for handler in handlers:
+            try:
+                handler.connection_closed(self)
+            except Exception:  # one handler's bug must not keep the others from reconnecting
+                log.exception("connection_closed handler failed")
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    # ------------------------------------------------------------------ handlers
+    def add_producer(self, producer_id: int, handler: Handler) -> None:
+        self._check_open()
+        self._producers[producer_id] = handler
+
+    def remove_producer(self, producer_id: int) -> None:
+        self._producers.pop(producer_id, None)
+
+    def add_consumer(self, consumer_id: int, handler: Handler) -> None:
+        self._check_open()
+        self._consumers[consumer_id] = handler
+
+    def remove_consumer(self, consumer_id: int) -> None:
+        self._consumers.pop(consumer_id, None)
+
+    def add_watcher(self, watcher_id: int, handler: Handler) -> None:
+        self._check_open()
+        self._watchers[watcher_id] = handler
+
+    def remove_watcher(self, watcher_id: int) -> None:
+        self._watchers.pop(watcher_id, None)
+
+    def _check_open(self) -> None:
+        if self._closed.is_set():
+            raise ConnectError(f"connection to {self.physical} is closed")
+
+    # ------------------------------------------------------------------ output
+    def write(self, data: bytes) -> None:
+        self._check_open()
+        assert self._transport is not None
+        self._transport.write(self._conn.send(data))
+
+    @property
+    def write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() if self._transport else 0
+
+    async def drain(self) -> None:
+        if self._wire is not None and not self._closed.is_set():
+            await self._wire.drain()
+
+    async def request(self, kind: CommandType, build: Any, timeout_s: float | None = -1.0) -> Frame:
+        """Send ``build(request_id)`` and wait for its answer (typed error on failure)."""
+        self._check_open()
+        rid = self._conn.new_request_id()
+        fut: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
+        assert self._transport is not None
+        self._transport.write(self._conn.send_request(kind, rid, build(rid)))
+        self._pending[(kind, rid)] = fut
+        limit = self.config.operation_timeout_s if timeout_s == -1.0 else timeout_s
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), limit)
+        except TimeoutError:
+            self._pending.pop((kind, rid), None)
+            self._conn.forget_request(kind, rid)
+            raise Timeout(f"{kind.name} to {self.physical} got no answer in {limit} s") from None
+
+    def new_request_id(self) -> int:
+        return self._conn.new_request_id()
+
+    # ------------------------------------------------------------------ input
+    def _on_data(self, data: bytes) -> None:
+        """Called by the protocol for every received chunk (``b""`` at EOF)."""
+        if self._closed.is_set():
+            return
+        try:
+            self._conn.receive_data(data)
+            if self._handshake is not None and not self._handshake.done():
+                while (event := self._conn.next_event()) is not None:
+                    self._on_handshake_event(event)
+                    if self._handshake.done():
+                        break
+                if not self._handshake.done() or self._handshake.exception() is not None:
+                    return
+            if not self._drain_events():
+                self._shutdown(None)
+        except (ProtocolError, PulsarException) as exc:
+            self._shutdown(exc)
+        except Exception as exc:  # a handler's bug: drop the connection, the reconnect starts clean
+            log.exception("error handling data from %s", self.physical)
+            self._shutdown(exc)
+
+    def _drain_events(self) -> bool:
+        conn = self._conn
+        while (event := conn.next_event()) is not None:
+            if isinstance(event, CommandReceived):
+                self._on_command(event.frame)
+            elif isinstance(event, ResponseReceived):
+                if not event.final:
+                    continue  # producer_ready=false: the final PRODUCER_SUCCESS follows
+                fut = self._pending.pop((event.kind, event.request_id), None)
+                if fut is not None and not fut.done():
+                    if event.is_error:
+                        fut.set_exception(_response_error(event.frame))
+                    else:
+                        fut.set_result(event.frame)
+            elif isinstance(event, PingReceived):
+                self._transport.write(event.reply)  # type: ignore[union-attr]
+            elif isinstance(event, ConnectionClosed):
+                return False
+        return True
+
+    def _on_command(self, frame: Frame) -> None:
+        ftype = frame.type
+        field = _CONSUMER_COMMANDS.get(ftype)
+        if field is not None:
+            handler = self._consumers.get(getattr(frame.command, field))
+            if ftype is T.CLOSE_CONSUMER:
+                self._consumers.pop(frame.command.consumer_id, None)
+        else:
+            field = _PRODUCER_COMMANDS.get(ftype)
+            if field is not None:
+                handler = self._producers.get(getattr(frame.command, field))
+                if ftype is T.CLOSE_PRODUCER:
+                    self._producers.pop(frame.command.producer_id, None)
+            elif ftype is T.TOPIC_MIGRATED:
+                table = self._producers if frame.command.resource_type == 0 else self._consumers
+                handler = table.pop(frame.command.resource_id, None)
+            elif ftype is T.WATCH_TOPIC_UPDATE:
+                handler = self._watchers.get(frame.command.watcher_id)
+            elif ftype is T.AUTH_CHALLENGE:
+                asyncio.get_running_loop().create_task(self._answer_challenge_safely())
+                return
+            else:
+                return
+        if handler is not None:
+            handler.handle_frame(frame)
+
+    async def _answer_challenge_safely(self) -> None:
+        try:
+            await self._answer_challenge()
+        except Exception as exc:
+            self._shutdown(exc)
+
+    async def _keepalive_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        interval = self.config.keepalive_s
+        while not self._closed.is_set():
+            action = self._conn.keepalive_tick(loop.time())
+            if action is KeepaliveAction.SEND_PING:
+                self.write(server_commands.ping())
+            elif action is KeepaliveAction.CLOSE:
+                self._shutdown(ConnectError(f"no answer to keep-alive PING from {self.physical}"))
+                return
+            await asyncio.sleep(interval)
