@@ -153,6 +153,7 @@ class LedgerStorage:
             self.supervisor,
             sync_data=config.journal_sync_data,
             max_group_wait_ms=config.journal_max_group_wait_ms,
+            flush_when_queue_empty=config.journal_flush_when_queue_empty,
             group_bytes_max=config.journal_buffered_writes_threshold_bytes,
             group_records_max=config.journal_buffered_entries_threshold,
             file_size_max_bytes=config.journal_max_size_bytes,
