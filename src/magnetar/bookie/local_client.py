@@ -61,6 +61,10 @@ class LocalBookieClient:
             self._storage.read_entry(ledger_id, entry_id, fence=fence, master_key=master_key)
         )
 
+    async def read_entries(self, ledger_id: int, first: int, last: int, max_bytes: int = 0) -> list[bytes]:
+        """A batch read: framed entries ``first..last`` in order, possibly fewer (a prefix)."""
+        return await self._call(self._storage.read_entries(ledger_id, first, last, max_bytes))
+
     async def read_lac(self, ledger_id: int) -> int:
         return await self._call(self._storage.read_lac(ledger_id))
 
