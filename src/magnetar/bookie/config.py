@@ -28,6 +28,7 @@ BK_KEYS: dict[str, str] = {
     "ledger_directories": "ledgerDirectories",
     "journal_sync_data": "journalSyncData",
     "journal_max_group_wait_ms": "journalMaxGroupWaitMSec",
+    "journal_flush_when_queue_empty": "journalFlushWhenQueueEmpty",
     "journal_buffered_writes_threshold_bytes": "journalBufferedWritesThreshold",
     "journal_buffered_entries_threshold": "journalBufferedEntriesThreshold",
     "journal_max_size_mb": "journalMaxSizeMB",
@@ -72,6 +73,9 @@ class BookieConfig:
     # journal: group commit
     journal_sync_data: bool = True
     journal_max_group_wait_ms: float = 2.0
+    # flush a group as soon as the queue is empty (a lone writer waits for its fsync only);
+    # BookKeeper's default is false, which makes every lone add wait journalMaxGroupWaitMSec
+    journal_flush_when_queue_empty: bool = True
     journal_buffered_writes_threshold_bytes: int = 512 * 1024
     journal_buffered_entries_threshold: int = 1000
     journal_max_size_mb: int = 2048

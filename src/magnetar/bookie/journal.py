@@ -9,14 +9,18 @@ Theory of operation (BookKeeper's Journal):
   framed entry), MASTER_KEY (data = the ledger's key) and FENCE.
 * Group commit: ``append_nowait`` queues the encoded record synchronously,
   so records keep their callers' order (bounded queue, ``journalQueueSize``;
-  ``wait_for_room`` waits for space, ``append`` does both and waits).  One writer task takes everything queued,
-  waits up to ``journalMaxGroupWaitMSec`` for more while the group is below
-  ``journalBufferedWritesThreshold`` bytes and
-  ``journalBufferedEntriesThreshold`` records, then writes the whole group
-  and fsyncs once on the journal's own executor thread.  While that fsync
-  runs, the next group builds up in the queue.  Only then are the appends
-  completed (with ``journalSyncData=false`` the fsync is skipped: the add is
-  acknowledged once the OS has the bytes).
+  ``wait_for_room`` waits for space, ``append`` does both and waits).  One writer task takes everything queued
+  (up to ``journalBufferedWritesThreshold`` bytes and
+  ``journalBufferedEntriesThreshold`` records), then writes the whole group
+  and fsyncs once on the journal's own executor thread, off the event loop.
+  While that fsync runs, the next group builds up in the queue: grouping
+  happens by itself under load.  So with ``journalFlushWhenQueueEmpty`` (on
+  by default here) the writer flushes as soon as the queue is empty, and a
+  lone writer waits for its own fsync only.  With it off, the writer waits up
+  to ``journalMaxGroupWaitMSec`` for more records first (BookKeeper's
+  default; it trades a lone writer's latency for bigger groups).  Only after
+  the fsync are the appends completed (with ``journalSyncData=false`` the
+  fsync is skipped: the add is acknowledged once the OS has the bytes).
 * Each record may carry an ``on_durable`` callback, run on the event loop
   right after the fsync and *before* :attr:`Journal.synced_position` moves
   past it.  The storage inserts the entry into its write cache there, so a
@@ -94,6 +98,7 @@ class Journal:
         *,
         sync_data: bool = True,
         max_group_wait_ms: float = 2.0,
+        flush_when_queue_empty: bool = True,
         group_bytes_max: int = 512 * 1024,
         group_records_max: int = 1000,
         file_size_max_bytes: int = 2 * 1024 * 1024 * 1024,
@@ -107,6 +112,7 @@ class Journal:
         self._supervisor = supervisor
         self._sync_data = sync_data
         self._max_group_wait_s = max(0.0, max_group_wait_ms / 1000.0)
+        self._flush_when_queue_empty = flush_when_queue_empty
         self._group_bytes_max = max(1, group_bytes_max)
         self._group_records_max = max(1, group_records_max or 1_000_000)
         self._file_size_max_bytes = file_size_max_bytes
@@ -356,10 +362,11 @@ class Journal:
         batch = self._batch = [first]
         nbytes = len(first.data)
         deadline = self._clock.monotonic() + self._max_group_wait_s
-        waited = False
+        waited = self._flush_when_queue_empty  # then an empty queue ends the group at once
+        queue = self._queue
         while len(batch) < self._group_records_max and nbytes < self._group_bytes_max:
-            if self._queue:
-                item = self._queue.popleft()
+            if queue:
+                item = queue.popleft()
                 batch.append(item)
                 nbytes += len(item.data)
                 continue

@@ -6,7 +6,12 @@ Theory of operation: standalone runs one bookie inside the broker process
 with the same typed errors, but without a socket: each call goes straight to
 the :class:`~magnetar.bookie.storage.LedgerStorage` on the same event loop.
 Every call still has a deadline (``timeout_ms``), so a stuck disk surfaces
-as BookieTimeoutError exactly as over the network.
+as BookieTimeoutError exactly as over the network.  The deadlines are kept
+coarsely: a call registers (deadline, task) in a dict and one watchdog timer
+per client, re-armed every ``timeout/10`` (at most 250 ms) while calls are in
+flight, cancels the overdue ones, which then raise BookieTimeoutError.  A
+timer per call (``asyncio.timeout``) cost as much as the add itself: heap
+pushes and Python-level comparisons of TimerHandles for every entry.
 
 :class:`LocalBookieClientPool` hands out the local client for its bookie id
 (and refuses others with BookieUnavailableError on use), so code written
@@ -31,6 +36,11 @@ class LocalBookieClient:
         self._storage = storage
         self._timeout_s = timeout_ms / 1000.0
         self._closed = False
+        self._calls: dict[int, tuple[float, asyncio.Task[object]]] = {}  # seq -> (deadline, task)
+        self._expired: set[int] = set()
+        self._seq = 0
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._tick_s = max(0.001, min(0.25, self._timeout_s / 10))
 
     @property
     def bookie_id(self) -> str:
@@ -41,13 +51,35 @@ class LocalBookieClient:
             if asyncio.iscoroutine(aw):
                 aw.close()
             raise BookieUnavailableError("client closed", self.bookie_id)
+        task = asyncio.current_task()
+        assert task is not None, "bookie calls are awaited inside a task"
+        loop = task.get_loop()
+        self._seq = seq = self._seq + 1
+        self._calls[seq] = (loop.time() + self._timeout_s + extra_s, task)  # type: ignore[assignment]
+        if self._watchdog is None:
+            self._watchdog = loop.call_later(self._tick_s, self._expire_overdue, loop)
         try:
-            async with asyncio.timeout(self._timeout_s + extra_s):  # no extra task per call
-                return await aw
-        except TimeoutError:
-            raise BookieTimeoutError(
-                f"bookie {self.bookie_id} did not answer in time", self.bookie_id
-            ) from None
+            return await aw
+        except asyncio.CancelledError:
+            if seq in self._expired:
+                self._expired.discard(seq)
+                if task.uncancel() == 0:
+                    raise BookieTimeoutError(
+                        f"bookie {self.bookie_id} did not answer in time", self.bookie_id
+                    ) from None
+            raise
+        finally:
+            self._calls.pop(seq, None)
+
+    def _expire_overdue(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = loop.time()
+        overdue = [seq for seq, (deadline, _) in self._calls.items() if deadline <= now]
+        for seq in overdue:
+            _, task = self._calls.pop(seq)
+            if not task.done():
+                self._expired.add(seq)
+                task.cancel()
+        self._watchdog = loop.call_later(self._tick_s, self._expire_overdue, loop) if self._calls else None
 
     async def add_entry(
         self, ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, *, recovery: bool = False
@@ -60,6 +92,10 @@ class LocalBookieClient:
         return await self._call(
             self._storage.read_entry(ledger_id, entry_id, fence=fence, master_key=master_key)
         )
+
+    async def read_entries(self, ledger_id: int, first: int, last: int, max_bytes: int = 0) -> list[bytes]:
+        """A batch read: framed entries ``first..last`` in order, possibly fewer (a prefix)."""
+        return await self._call(self._storage.read_entries(ledger_id, first, last, max_bytes))
 
     async def read_lac(self, ledger_id: int) -> int:
         return await self._call(self._storage.read_lac(ledger_id))
@@ -80,6 +116,9 @@ class LocalBookieClient:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._watchdog is not None and not self._calls:
+            self._watchdog.cancel()
+            self._watchdog = None
 
 
 class LocalBookieClientPool:

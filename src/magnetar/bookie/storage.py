@@ -20,6 +20,9 @@ Theory of operation:
   fresh journal file and entry log, checkpoint.
 * **Read**: active cache, flushing cache, read cache, then index + entry log
   (on the read executor); ``LAST_ENTRY`` means the highest entry id stored.
+  ``read_entries(first, last)`` reads a range in one call (a batch read): the
+  run the caches hold is answered at once, a miss goes to the entry log once
+  and its read-ahead fills the cache for the entries after it.
 * **Fence**: mark fenced in memory at once (new adds fail) and write a FENCE
   record to the journal; return when it is durable.  Journal order makes any
   add queued before the fence durable (and readable) before the fence returns.
@@ -153,6 +156,7 @@ class LedgerStorage:
             self.supervisor,
             sync_data=config.journal_sync_data,
             max_group_wait_ms=config.journal_max_group_wait_ms,
+            flush_when_queue_empty=config.journal_flush_when_queue_empty,
             group_bytes_max=config.journal_buffered_writes_threshold_bytes,
             group_records_max=config.journal_buffered_entries_threshold,
             file_size_max_bytes=config.journal_max_size_bytes,
@@ -459,6 +463,29 @@ class LedgerStorage:
             raise NoSuchEntryError(f"entry {ledger_id}:{entry_id} not found", self.bookie_id)
         self._read_cache.put(ledger_id, entry_id, data)
         return data
+
+    async def read_entries(self, ledger_id: int, first: int, last: int, max_bytes: int = 0) -> list[bytes]:
+        """Entries ``first..last`` in order (a batch read); stops early at ``max_bytes``
+        (0: no limit, at least one entry is returned) or at the first entry this bookie does
+        not have (NoSuchEntryError only if it lacks ``first``)."""
+        if first < 0 or last < first:
+            raise BadRequestError(f"bad entry range {first}..{last}", self.bookie_id)
+        out: list[bytes] = []
+        nbytes = 0
+        for entry_id in range(first, last + 1):
+            data = self._cached(ledger_id, entry_id)
+            if data is None:
+                try:
+                    data = await self.read_entry(ledger_id, entry_id)
+                except NoSuchEntryError:
+                    if not out:
+                        raise
+                    break
+            out.append(data)
+            nbytes += len(data)
+            if max_bytes and nbytes >= max_bytes:
+                break
+        return out
 
     def _cached(self, ledger_id: int, entry_id: int) -> bytes | None:
         data = self._active.get(ledger_id, entry_id)

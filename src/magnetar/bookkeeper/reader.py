@@ -13,8 +13,13 @@ When every replica failed the caller gets one error summarising them:
 NoSuchEntryError if all said "missing", DigestMismatchError if corruption
 was among the reasons, BKTimeoutError / BookieFailedError otherwise.
 
-:meth:`read_range` fetches a range with at most ``read_parallelism_max``
-entries in flight and returns them in entry order.
+:meth:`read_range` fetches a range and returns it in entry order.  Where a
+run of the range has the same first replica and that bookie's client offers
+a batch read (``read_entries``, the in-process bookie), the run is asked for
+in one call and each entry's digest is checked as usual; whatever the batch
+did not return verified (a missing entry, a bad digest, a failed or slow
+bookie) is read entry by entry as above, with at most
+``read_parallelism_max`` entries in flight.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from magnetar.bookkeeper import api
 from magnetar.bookkeeper.context import ClientContext
 from magnetar.bookkeeper.errors import BookieFailedError, is_missing, translate
 from magnetar.bookkeeper.timeouts import with_timeout
+
+_BATCH_ENTRIES_MAX = 1000  # entries asked for in one batch read
 
 
 def summarize(errors: Sequence[BaseException], ledger_id: int, entry_id: int) -> api.BKError:
@@ -131,12 +138,55 @@ class EntryReader:
     async def read_range(self, md: api.LedgerMetadata, first: int, last: int) -> list[api.LedgerEntry]:
         out: list[api.LedgerEntry] = []
         step = self._ctx.config.read_parallelism_max
-        for start in range(first, last + 1, step):
+        start = first
+        while start <= last:
+            got = await self._read_batch(md, start, min(last, start + _BATCH_ENTRIES_MAX - 1))
+            if got:
+                out.extend(got)
+                start += len(got)
+                continue
             ids = range(start, min(last, start + step - 1) + 1)
-            got = await asyncio.gather(*(self.read_entry(md.write_set(e), e) for e in ids))
+            singles = await asyncio.gather(*(self.read_entry(md.write_set(e), e) for e in ids))
             out.extend(
-                api.LedgerEntry(self._ledger_id, e, payload) for e, (_, payload) in zip(ids, got, strict=True)
+                api.LedgerEntry(self._ledger_id, e, payload)
+                for e, (_, payload) in zip(ids, singles, strict=True)
             )
+            start = ids[-1] + 1
+        return out
+
+    async def _read_batch(self, md: api.LedgerMetadata, first: int, last: int) -> list[api.LedgerEntry]:
+        """The verified prefix of ``first..last`` that one batch read of the first replica
+        returns; [] when there is no batch to make (one entry, no batch read, a failure)."""
+        if first >= last:
+            return []
+        bookie_id = md.write_set(first)[0]
+        end = first
+        while end < last and md.write_set(end + 1)[0] == bookie_id:
+            end += 1
+        if end == first:
+            return []
+        ctx = self._ctx
+        batch = getattr(ctx.pool.get(bookie_id), "read_entries", None)
+        if batch is None or ctx.supervisor.closed:
+            return []
+        try:
+            raws = await with_timeout(
+                ctx.clock,
+                batch(self._ledger_id, first, end),
+                ctx.config.read_timeout_ms,
+                lambda: bookie_api.BookieTimeoutError(f"read of entries {first}..{end} timed out", bookie_id),
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            return []  # the entry-by-entry path tries the other replicas and reports errors
+        out: list[api.LedgerEntry] = []
+        for entry_id, raw in zip(range(first, end + 1), raws, strict=False):
+            try:
+                _, payload = decode_entry(raw, self._ledger_id, entry_id)
+            except (DigestMismatch, MalformedEntry):
+                break
+            out.append(api.LedgerEntry(self._ledger_id, entry_id, payload))
         return out
 
     async def read_lac(self, bookies: Sequence[str]) -> int:

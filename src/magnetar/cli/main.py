@@ -27,10 +27,14 @@ SUBCOMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole tree, or (``only``) just that subcommand: its module alone is imported
+    (``magnetar standalone`` does not pay for the admin client's imports)."""
     parser = argparse.ArgumentParser(prog="magnetar", description="Magnetar: Apache Pulsar in Python")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in SUBCOMMANDS.items():
+        if only is not None and name != only:
+            continue
         try:
             importlib.import_module(module).add_parser(sub)
         except ImportError as exc:  # a piece not built yet: say so, don't break the others
@@ -44,8 +48,15 @@ def _unavailable(exc: BaseException) -> int:
     return 2
 
 
+def _chosen(argv: list[str]) -> str | None:
+    """The subcommand named on the command line (the first word not an option), if any."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in SUBCOMMANDS else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_chosen(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

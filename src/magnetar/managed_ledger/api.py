@@ -105,9 +105,24 @@ class InitialPosition(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class EntryMetadata:
+    """Facts about an entry its writer already knows, kept beside it so readers (dispatch)
+    need not parse the entry again: the message count (a batch's size), the key hash (the
+    Key_Shared slot; None if the entry has no key) and the deliver-at time (ms since the
+    epoch; None: deliver at once)."""
+
+    num_messages: int = 1
+    key_hash: int | None = None
+    deliver_at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     position: Position
     data: bytes
+    # As given to add_entry(metadata=), while the entry is in the entry cache; None when the
+    # entry was read from the bookies (or written without it): parse ``data`` then.
+    metadata: EntryMetadata | None = None
 
     @property
     def ledger_id(self) -> int:
@@ -275,9 +290,13 @@ class ManagedLedger(Protocol):
 
     def ledgers(self) -> list[LedgerInfo]: ...
 
-    async def add_entry(self, data: bytes, *, num_messages: int = 1) -> Position:
+    async def add_entry(
+        self, data: bytes, *, num_messages: int = 1, metadata: EntryMetadata | None = None
+    ) -> Position:
         """Append; pipelined calls complete in call order.  ``num_messages``: messages in the
-        entry (batch size from its metadata), for message counts and message backlogs."""
+        entry (batch size from its metadata), for message counts and message backlogs.
+        ``metadata`` (optional) is kept beside the entry and returned with it on reads while
+        the entry is cached (its ``num_messages`` then counts, not the keyword's)."""
 
     async def check_writable(self) -> None:
         """If creating the current ledger failed (WriteFailed: e.g. fewer bookies than the

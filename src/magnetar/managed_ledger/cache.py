@@ -6,6 +6,11 @@ inserted (the writer already holds the bytes), and entries read from bookies
 (including read-ahead) are inserted too, so consumers that keep up with the
 producers never touch a bookie.
 
+An entry added with per-entry metadata (``EntryMetadata``: message count, key
+hash, deliver-at) keeps it beside the data in a side table (only entries that
+have one pay for it), evicted and invalidated with the entry; ``get_run_meta``
+returns it for the run ``get_run`` returns.
+
 Entries are keyed by (ledger id, entry id); ledger ids are unique in a
 BookKeeper cluster, so entries of different managed ledgers never collide.
 Eviction is insertion order (FIFO): the oldest inserted entries go first,
@@ -18,6 +23,7 @@ stale keys dominate so it stays bounded too).
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 
 class EntryCache:
@@ -26,6 +32,7 @@ class EntryCache:
             raise ValueError("max_bytes must be >= 0")
         self.max_bytes = max_bytes
         self._ledgers: dict[int, dict[int, bytes]] = {}
+        self._meta: dict[int, dict[int, Any]] = {}  # ledger -> entry -> EntryMetadata
         self._fifo: deque[tuple[int, int]] = deque()
         self._size_bytes = 0
         self._count = 0
@@ -40,7 +47,7 @@ class EntryCache:
     def __len__(self) -> int:
         return self._count
 
-    def put(self, ledger_id: int, entry_id: int, data: bytes) -> None:
+    def put(self, ledger_id: int, entry_id: int, data: bytes, metadata: Any = None) -> None:
         n = len(data)
         if n > self.max_bytes:
             return
@@ -50,6 +57,11 @@ class EntryCache:
         elif entry_id in entries:
             return
         entries[entry_id] = data
+        if metadata is not None:
+            metas = self._meta.get(ledger_id)
+            if metas is None:
+                metas = self._meta[ledger_id] = {}
+            metas[entry_id] = metadata
         self._fifo.append((ledger_id, entry_id))
         self._size_bytes += n
         self._count += 1
@@ -80,7 +92,16 @@ class EntryCache:
             self.misses += 1
         return out
 
+    def get_run_meta(self, ledger_id: int, first: int, count: int) -> list[Any] | None:
+        """The metadata of ``count`` cached entries from ``first`` (None each where an entry
+        has none); None when none of this ledger's cached entries has any."""
+        metas = self._meta.get(ledger_id)
+        if not metas:
+            return None
+        return [metas.get(eid) for eid in range(first, first + count)]
+
     def invalidate_ledger(self, ledger_id: int) -> None:
+        self._meta.pop(ledger_id, None)
         entries = self._ledgers.pop(ledger_id, None)
         if entries:
             self._size_bytes -= sum(len(d) for d in entries.values())
@@ -92,6 +113,7 @@ class EntryCache:
 
     def clear(self) -> None:
         self._ledgers.clear()
+        self._meta.clear()
         self._fifo.clear()
         self._size_bytes = 0
         self._count = 0
@@ -107,6 +129,9 @@ class EntryCache:
             data = entries.pop(eid, None)
             if data is None:
                 continue
+            metas = self._meta.get(lid)
+            if metas is not None and metas.pop(eid, None) is not None and not metas:
+                del self._meta[lid]
             if not entries:
                 del ledgers[lid]
             self._size_bytes -= len(data)

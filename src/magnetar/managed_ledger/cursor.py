@@ -238,12 +238,28 @@ class ManagedCursorImpl:
 
     async def replay_entries(self, positions: Sequence[Position]) -> list[Entry]:
         self._check_open()
-        ll = self.ml.ledger_list
-        out = []
-        for p in sorted(set(positions)):
-            if self.is_acknowledged(p) or not 0 <= p.entry_id < ll.entries_of(p.ledger_id):
-                continue  # acked meanwhile, or its ledger was trimmed: nothing to redeliver
-            out.append(await self.ml.reader.read_entry(p, read_ahead=False))
+        ll, reader = self.ml.ledger_list, self.ml.reader
+        wanted = [
+            p
+            for p in sorted(set(positions))
+            # acked meanwhile, or its ledger was trimmed: nothing to redeliver
+            if not self.is_acknowledged(p) and 0 <= p.entry_id < ll.entries_of(p.ledger_id)
+        ]
+        out: list[Entry] = []
+        i = 0
+        while i < len(wanted):  # one read per run of consecutive positions, not one per entry
+            first = wanted[i]
+            j = i + 1
+            while (
+                j < len(wanted)
+                and wanted[j].ledger_id == first.ledger_id
+                and wanted[j].entry_id == wanted[j - 1].entry_id + 1
+            ):
+                j += 1
+            out.extend(
+                await reader.read_range(first.ledger_id, first.entry_id, wanted[j - 1].entry_id, False)
+            )
+            i = j
         return out
 
     # -- acks -------------------------------------------------------------------------------------

@@ -54,7 +54,14 @@ class LedgerReader:
         """Entries first..last (inclusive) of one ledger; ``last`` must be confirmed."""
         cache = self._ctx.cache
         datas = cache.get_run(ledger_id, first, last)
-        out = [Entry(Position(ledger_id, first + i), d) for i, d in enumerate(datas)]
+        metas = cache.get_run_meta(ledger_id, first, len(datas)) if datas else None
+        if metas is None:
+            out = [Entry(Position(ledger_id, first + i), d) for i, d in enumerate(datas)]
+        else:
+            out = [
+                Entry(Position(ledger_id, first + i), d, m)
+                for i, (d, m) in enumerate(zip(datas, metas, strict=True))
+            ]
         start = first + len(datas)
         if start > last:
             return out

@@ -49,6 +49,7 @@ from dataclasses import replace
 
 from magnetar.bookkeeper.api import BKError, LedgerFencedError, WriteHandle
 from magnetar.managed_ledger.api import (
+    EntryMetadata,
     ManagedLedgerClosedError,
     ManagedLedgerError,
     ManagedLedgerFencedError,
@@ -67,22 +68,35 @@ from magnetar.managed_ledger.state import MLState, is_terminal
 
 
 class AddOp:
-    __slots__ = ("seq", "data", "future", "issued", "num_messages")
+    __slots__ = ("seq", "data", "future", "issued", "num_messages", "metadata")
 
-    def __init__(self, seq: int, data: bytes, future: asyncio.Future[Position], num_messages: int) -> None:
+    def __init__(
+        self,
+        seq: int,
+        data: bytes,
+        future: asyncio.Future[Position],
+        num_messages: int,
+        metadata: EntryMetadata | None = None,
+    ) -> None:
         self.seq = seq
         self.data = data
         self.future = future
         self.issued = False
         self.num_messages = num_messages
+        self.metadata = metadata
 
 
 class LedgerWriter:
     # -- adds -----------------------------------------------------------------------------------
 
-    async def add_entry(self, data: bytes, *, num_messages: int = 1) -> Position:
+    async def add_entry(
+        self, data: bytes, *, num_messages: int = 1, metadata: EntryMetadata | None = None
+    ) -> Position:
         """Append; pipelined calls complete in call order.  ``num_messages`` (the batch size
-        from the entry's metadata, if the caller knows it) feeds the message counters."""
+        from the entry's metadata, if the caller knows it) feeds the message counters;
+        ``metadata`` goes into the entry cache beside the entry (see EntryMetadata)."""
+        if metadata is not None:
+            num_messages = metadata.num_messages
         handle = self._handle
         if (
             self.state is MLState.LEDGER_OPENED
@@ -110,17 +124,17 @@ class LedgerWriter:
             ms = (self.ctx.clock.monotonic() - t0) * 1000
             self.ledger_add_latency.record(ms)
             self.add_latency.record(ms)
-            return self._add_done(handle.ledger_id, entry_id, data, num_messages)
+            return self._add_done(handle.ledger_id, entry_id, data, num_messages, metadata)
         t0 = self.ctx.clock.monotonic()
-        pos = await self._add_slow(data, num_messages)
+        pos = await self._add_slow(data, num_messages, metadata)
         self.add_latency.record((self.ctx.clock.monotonic() - t0) * 1000)
         return pos
 
-    async def _add_slow(self, data: bytes, num_messages: int) -> Position:
+    async def _add_slow(self, data: bytes, num_messages: int, metadata: EntryMetadata | None) -> Position:
         self._check_writable()
         if len(self._queue) + self._unstarted >= MAX_QUEUED_ADDS:
             raise ManagedLedgerStorageError(f"{self._name}: too many pending adds ({MAX_QUEUED_ADDS})")
-        op = AddOp(next(self._seq), data, asyncio.get_running_loop().create_future(), num_messages)
+        op = AddOp(next(self._seq), data, asyncio.get_running_loop().create_future(), num_messages, metadata)
         self._queue.append(op)
         if self.state is MLState.LEDGER_OPENED:
             if self._full_before_issue() and not self._rolling:
@@ -206,7 +220,7 @@ class LedgerWriter:
             if self._queue:
                 self._pump()
         self.ledger_add_latency.record((self.ctx.clock.monotonic() - t0) * 1000)
-        pos = self._add_done(handle.ledger_id, entry_id, op.data, op.num_messages)
+        pos = self._add_done(handle.ledger_id, entry_id, op.data, op.num_messages, op.metadata)
         if not op.future.done():
             op.future.set_result(pos)
 
@@ -219,7 +233,14 @@ class LedgerWriter:
         if is_terminal(self.state) or self.state is MLState.TERMINATED:
             self._fail_queue(self._state_error())
 
-    def _add_done(self, ledger_id: int, entry_id: int, data: bytes, num_messages: int) -> Position:
+    def _add_done(
+        self,
+        ledger_id: int,
+        entry_id: int,
+        data: bytes,
+        num_messages: int,
+        metadata: EntryMetadata | None = None,
+    ) -> Position:
         lst = self.ledger_list
         pos = Position(ledger_id, entry_id)
         if ledger_id == lst.current_id:
@@ -231,7 +252,7 @@ class LedgerWriter:
         self.bytes_added += len(data)
         self.messages_added += num_messages
         self.message_counts.record(ledger_id, entry_id, num_messages, len(data))
-        self.ctx.cache.put(ledger_id, entry_id, data)
+        self.ctx.cache.put(ledger_id, entry_id, data, metadata)
         if self._waiters:
             self._wake_waiters()
         if self.state is MLState.LEDGER_OPENED and not self._rolling and self._ledger_full():

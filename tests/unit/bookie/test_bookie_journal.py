@@ -93,6 +93,65 @@ async def test_group_bounded_by_count(tmp_path):
     assert stats["groups"] >= 10
 
 
+async def test_lone_writer_does_not_wait_for_the_group_window(tmp_path):
+    # journalFlushWhenQueueEmpty (the default): one add at a time is flushed at once, so
+    # its latency is its own write + fsync, not the 500 ms group window.
+    j, ex, sup = make_journal(tmp_path, max_group_wait_ms=500)
+    await j.replay(START, lambda r: None)
+    j.start()
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    for i in range(5):
+        await j.append(rec(i))
+    elapsed = loop.time() - t0
+    stats = j.statistics()
+    await close(j, ex, sup)
+    assert elapsed < 0.5 * 5 / 2, elapsed  # far below 5 group windows
+    assert stats["groups"] == 5 and stats["fsyncs"] == 5
+    assert [r.entry_id for r in await replay_all(tmp_path)] == list(range(5))
+
+
+async def test_lone_writer_waits_for_the_window_without_flush_when_queue_empty(tmp_path):
+    j, ex, sup = make_journal(tmp_path, max_group_wait_ms=100, flush_when_queue_empty=False)
+    await j.replay(START, lambda r: None)
+    j.start()
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    for i in range(3):
+        await j.append(rec(i))
+    elapsed = loop.time() - t0
+    await close(j, ex, sup)
+    assert elapsed >= 0.3 * 0.9, elapsed
+
+
+async def test_appends_queued_during_an_fsync_form_the_next_group(tmp_path):
+    # Grouping under load comes from the queue filling while the previous group syncs.
+    class SlowSyncFile(RealAppendFile):
+        def fsync(self):
+            import time
+
+            time.sleep(0.02)
+            super().fsync()
+
+    class SlowDisk(RealDisk):
+        def open_append(self, path):
+            return SlowSyncFile(path)
+
+    j, ex, sup = make_journal(tmp_path, disk=SlowDisk(), max_group_wait_ms=0)
+    await j.replay(START, lambda r: None)
+    j.start()
+
+    async def writer(w: int) -> None:
+        for i in range(10):
+            await j.append(rec(w * 100 + i))
+
+    await asyncio.gather(*(writer(w) for w in range(20)))
+    stats = j.statistics()
+    await close(j, ex, sup)
+    assert stats["records"] == 200
+    assert stats["groups"] <= 40, stats  # ~10-11 groups of ~20, not 200 single fsyncs
+
+
 async def test_torn_tail_is_truncated_not_misread(tmp_path):
     j, ex, sup = make_journal(tmp_path)
     await j.replay(START, lambda r: None)
@@ -157,7 +216,7 @@ async def test_rotation_and_delete_before(tmp_path):
 
 
 async def test_close_during_group_wait_completes_the_group(tmp_path):
-    j, ex, sup = make_journal(tmp_path, max_group_wait_ms=200)
+    j, ex, sup = make_journal(tmp_path, max_group_wait_ms=200, flush_when_queue_empty=False)
     await j.replay(START, lambda r: None)
     j.start()
     pending = asyncio.ensure_future(j.append(rec(0)))
