@@ -35,7 +35,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         if name not in subs and name != "pulsar.dedup":  # the dedup snapshot cursor is no subscription
             cursor = topic.ml.cursors[name]
             backlog = cursor.number_of_entries_in_backlog()
-            expired = (getattr(topic, "expired", None) or {}).get(name)
+            expired = topic.expired.get(name)
             subs[name] = {
                 "msgRateOut": 0.0,
                 "msgThroughputOut": 0.0,
@@ -83,13 +83,13 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         "lastOffloadFailureTimeStamp": getattr(
             getattr(topic.ml, "offload_state", None), "last_failure_ms", 0
         ),
-        "oldestBacklogMessageAgeSeconds": getattr(topic, "oldest_backlog_age_s", -1),
-        "publishRateLimitedTimes": getattr(topic, "publish_rate_limited_times", 0),
+        "oldestBacklogMessageAgeSeconds": topic.oldest_backlog_age_s,
+        "publishRateLimitedTimes": topic.publish_rate_limited_times,
         "publishers": [p.to_stats() for p in topic.producers.values()],
         "waitingPublishers": 0,
         "subscriptions": subs,
         "replication": {},
-        "deduplicationStatus": "Enabled" if getattr(topic, "dedup", None) is not None else "Disabled",
+        "deduplicationStatus": "Enabled" if topic.dedup is not None else "Disabled",
         "nonContiguousDeletedMessagesRanges": 0,
         "nonContiguousDeletedMessagesRangesSerializedSize": 0,
         "delayedMessageIndexSizeInBytes": 0,

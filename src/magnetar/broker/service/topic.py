@@ -37,17 +37,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
-from magnetar.broker.admin.admission import check_producer
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.service.access_mode import ProducerAccess
+from magnetar.broker.service.admission import RateWindow, check_producer
 from magnetar.broker.service.names import TopicRef
+from magnetar.broker.service.policies import UNRESOLVED, TopicPolicies
 from magnetar.broker.service.producer import Producer
-from magnetar.broker.service.rates import Rate
+from magnetar.broker.service.rates import ExpiryCounter, Rate
 from magnetar.broker.service.subscription import Subscription
 from magnetar.managed_ledger.api import (
     InitialPosition,
     ManagedLedger,
     ManagedLedgerClosedError,
+    ManagedLedgerConfig,
     ManagedLedgerError,
     ManagedLedgerFencedError,
     Position,
@@ -112,6 +114,22 @@ class PersistentTopic:
         self._last_active_ms = self.created_ms
         self._last_entry: tuple[Position, int, bool] | None = None
         self.dedup: Any = None  # MessageDeduplication when enabled (set by the registry on load)
+        # Policies: the effective value (replaced whole by apply_policies) and the state the
+        # admission checks and the policy enforcer keep per topic.
+        self.policies: TopicPolicies = UNRESOLVED
+        self.publish_rate_window: RateWindow | None = None
+        self.publish_rate_limited_times = 0
+        self.dispatch_window: RateWindow | None = None
+        self.subscribe_rate_windows: dict[tuple[str, str], list[float]] = {}
+        self.applied_ml_config: ManagedLedgerConfig | None = None  # the last config the policies set
+        self.subscription_idle_since_ms: dict[str, int] = {}  # subscriptionExpirationTime
+        self.backlog_age_exceeded = False  # the message_age backlog quota is over its limit
+        self.oldest_backlog_age_s = -1  # oldestBacklogMessageAgeSeconds (under a message_age quota)
+        self.expired: dict[str, ExpiryCounter] = {}  # messages expired by TTL, per subscription
+
+    def apply_policies(self, policies: TopicPolicies) -> None:
+        """Replace the effective policies (one assignment: readers see old or new, never a mix)."""
+        self.policies = policies
 
     def _set_state(self, new: TopicState) -> None:
         if new not in _TRANSITIONS[self.state]:
@@ -137,7 +155,7 @@ class PersistentTopic:
             raise errors.ProducerBusyError(
                 f"Producer with name '{producer.producer_name}' is already connected to topic"
             )
-        check_producer(self)  # effective topic/namespace policies (broker.admin.admission)
+        check_producer(self)  # effective topic/namespace policies (.admission)
         limit = self.config.max_producers_per_topic
         if limit and len(self.producers) >= limit:
             raise errors.ProducerBusyError(f"Topic '{self.name}' reached max producers limit")
