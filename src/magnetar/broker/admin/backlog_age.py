@@ -32,7 +32,9 @@ from magnetar.managed_ledger.api import ManagedLedgerError, Position
 log = logging.getLogger(__name__)
 
 
-async def oldest_unacked_publish_ms(topic: PersistentTopic, publish_time_of: Callable[[bytes], int]) -> int | None:
+async def oldest_unacked_publish_ms(
+    topic: PersistentTopic, publish_time_of: Callable[[bytes], int]
+) -> int | None:
     """Publish time of the oldest message some durable subscription has not acknowledged."""
     oldest: int | None = None
     for name, cursor in list(topic.ml.cursors.items()):
@@ -54,7 +56,10 @@ async def oldest_unacked_publish_ms(topic: PersistentTopic, publish_time_of: Cal
 
 
 async def apply_message_age_quota(
-    topic: PersistentTopic, quota: Mapping[str, Any] | None, now_ms: int, publish_time_of: Callable[[bytes], int]
+    topic: PersistentTopic,
+    quota: Mapping[str, Any] | None,
+    now_ms: int,
+    publish_time_of: Callable[[bytes], int],
 ) -> None:
     limit_s = (quota or {}).get("limitTime", -1)
     if not quota or limit_s is None or limit_s < 0:

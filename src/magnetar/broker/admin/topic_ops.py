@@ -18,7 +18,6 @@ layer turns into Pulsar's ``X-Pulsar-*`` headers.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +28,7 @@ from magnetar.broker.service.rates import expire_counted
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.payload import parse_headers_and_payload, peek_metadata
+from magnetar.runtime import wait_for
 
 LATEST = 2**63 - 1
 PEEK_POSITION_MAX = 100_000
@@ -307,7 +307,7 @@ class TopicOps:
         if not ref.persistent:
             raise errors.InvalidPartitionCountError("Termination of a non-persistent topic is not allowed")
         (t,) = await self._topics(topic, allow_partitioned=False)
-        await asyncio.wait_for(t.ml.terminate(), timeout=30)
+        await wait_for(self._svc.clock, t.ml.terminate(), 30)
         for p in list(t.producers.values()):
             p.cnx.broker_closed_producer(p)
             t.remove_producer(p)
