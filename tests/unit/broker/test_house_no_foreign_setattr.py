@@ -44,9 +44,7 @@ def _declared(trees: list[tuple[Path, ast.Module]]) -> set[str]:
                 if isinstance(stmt, ast.Assign):
                     for t in stmt.targets:
                         if isinstance(t, ast.Name) and t.id == "__slots__":
-                            names.update(
-                                e.value for e in ast.walk(stmt.value) if isinstance(e, ast.Constant)
-                            )
+                            names.update(e.value for e in ast.walk(stmt.value) if isinstance(e, ast.Constant))
                         elif isinstance(t, ast.Name):
                             names.add(t.id)
                 if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -96,7 +94,9 @@ def _foreign_writes(trees: list[tuple[Path, ast.Module]], declared: set[str]) ->
                     if isinstance(owner, ast.Name) and owner.id in OWN:
                         continue
                     if el.attr not in declared:
-                        found.append(f"{rel}:{el.lineno}: {ast.unparse(el)} is not declared by any broker class")
+                        found.append(
+                            f"{rel}:{el.lineno}: {ast.unparse(el)} is not declared by any broker class"
+                        )
     return found
 
 

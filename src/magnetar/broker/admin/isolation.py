@@ -72,10 +72,9 @@ class IsolationAdmin:
         return f"{ROOT}/{cluster}/failureDomain"
 
     async def _domain_names(self, cluster: str) -> list[str]:
-        try:
-            return sorted(await self._js.children(self._domains_path(cluster)))
-        except Exception:  # no such node yet: no domains
-            return []
+        # A missing node has no children ([]); a metadata error (lost session, timeout)
+        # propagates and is answered as one -- never as "no domains".
+        return sorted(await self._js.children(self._domains_path(cluster)))
 
     async def failure_domains(self, cluster: str) -> dict[str, dict]:
         await self._cluster(cluster)

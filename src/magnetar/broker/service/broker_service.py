@@ -43,7 +43,7 @@ from magnetar.broker.service.rates import sample_topic
 from magnetar.broker.service.topic_list import TopicListWatchers
 from magnetar.broker.service.topics import TopicRegistry
 from magnetar.managed_ledger.api import ManagedLedgerFactory
-from magnetar.metadata.api import MetadataStore
+from magnetar.metadata.api import MetadataError, MetadataStore
 from magnetar.runtime import Clock, Rng, TaskSupervisor, wait_for
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ class BrokerService(TopicAdmin):
                 f"{PRODUCER_NAME_COUNTER_PATH}/-", b"", ephemeral=True, sequential=True
             )
             return f"{self.config.cluster_name}-{int(stat.path.rsplit('-', 1)[-1])}"
-        except Exception:
+        except MetadataError:
             log.warning("could not allocate a producer-name prefix; using a random one", exc_info=True)
             return f"{self.config.cluster_name}-{self.rng.randint(1000, 999_999)}"
 

@@ -275,8 +275,8 @@ class PersistentTopic:
             await sub.close()
             try:
                 await self.ml.delete_cursor(sub.name)
-            except Exception:
-                pass
+            except ManagedLedgerError:  # a reader's cursor: nothing durable is left behind
+                log.debug("deleting reader cursor %s on %s failed", sub.name, self.name, exc_info=True)
 
     async def unsubscribe(self, sub: Subscription) -> None:
         if self.subscriptions.get(sub.name) is sub:
