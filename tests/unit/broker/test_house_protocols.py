@@ -11,10 +11,12 @@ import textwrap
 import pytest
 
 from magnetar.broker.service import api
+from magnetar.broker.service.broker_service import BrokerService
 from magnetar.broker.service.connection import Connection as ServerConnection
 from magnetar.broker.service.nonpersistent_topic import NonPersistentSubscription, NonPersistentTopic
 from magnetar.broker.service.subscription import Subscription
 from magnetar.broker.service.topic import PersistentTopic
+from magnetar.broker.service.topics import TopicRegistry
 
 
 def _protocol_members(proto: type) -> tuple[set[str], set[str]]:
@@ -48,6 +50,8 @@ def _self_fields(cls: type) -> set[str]:
         (api.Subscription, Subscription),
         (api.Subscription, NonPersistentSubscription),
         (api.Connection, ServerConnection),
+        (api.BrokerServiceView, BrokerService),
+        (api.LoadedTopics, TopicRegistry),
     ],
 )
 def test_implements(proto: type, cls: type) -> None:
@@ -67,3 +71,20 @@ def test_the_check_can_fail() -> None:
     fields, callables = _protocol_members(api.Topic)
     assert "add_entry" in callables and "policies" in fields
     assert not hasattr(Half, "add_entry") and "policies" not in _self_fields(Half)
+
+
+def test_admin_uses_only_the_broker_service_view() -> None:
+    """``broker.admin`` reaches the broker service only through ``BrokerServiceView``."""
+    import re
+    from pathlib import Path
+
+    fields, callables = _protocol_members(api.BrokerServiceView)
+    allowed = fields | callables
+    admin_dir = Path(api.__file__).resolve().parents[1] / "admin"
+    used: dict[str, str] = {}
+    for path in admin_dir.glob("*.py"):
+        for m in re.finditer(r"\b(?:self\._svc|self\.svc|svc)\.([A-Za-z_]\w*)", path.read_text()):
+            used.setdefault(m.group(1), path.name)
+    assert used, "no use of the service found: the pattern is wrong"
+    outside = {name: where for name, where in used.items() if name not in allowed}
+    assert not outside, f"broker.admin uses service members outside BrokerServiceView: {outside}"

@@ -13,7 +13,6 @@ yet: the rack-aware bookie placement and the load manager do not read them
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import Field
 
@@ -21,6 +20,7 @@ from magnetar.broker import errors
 from magnetar.broker.admin import models as m
 from magnetar.broker.admin.policies import BadBodyError
 from magnetar.broker.resources.base import JsonStore
+from magnetar.broker.service.api import BrokerServiceView
 
 ROOT = "/admin/clusters"
 NAME_CHARS_MAX = 256
@@ -59,7 +59,7 @@ def _matches(regex: str, broker: str) -> bool:
 
 
 class IsolationAdmin:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._res = svc.resources
         self._js = JsonStore(svc.resources.store)
 

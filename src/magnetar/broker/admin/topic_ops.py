@@ -23,6 +23,7 @@ from typing import Any
 
 from magnetar.broker import errors
 from magnetar.broker.admin import models as m
+from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
 from magnetar.broker.service.rates import expire_counted
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
@@ -47,14 +48,14 @@ class PeekedMessage:
 
 
 class TopicOps:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
 
     # ------------------------------------------------------------ resolution
     async def _refs(self, topic: str, *, allow_partitioned: bool) -> list[TopicRef]:
         ref = parse_topic(topic)
         await self._svc.require_namespace(ref.namespace)
-        n = await self._svc._partitions_of(ref)
+        n = await self._svc.partitions_of(ref)
         if n:
             if not allow_partitioned:
                 raise errors.NotAllowedError("Operation not allowed on a partitioned topic")
@@ -316,7 +317,7 @@ class TopicOps:
 
     async def terminate_partitions(self, topic: str) -> None:
         ref = parse_topic(topic)
-        n = await self._svc._partitions_of(ref)
+        n = await self._svc.partitions_of(ref)
         if not n:
             raise errors.NotAllowedError("Topic is not partitioned")
         for i in range(n):

@@ -44,6 +44,7 @@ from magnetar.broker.admin.offload import effective_offload_policies
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.admission import QUOTA_BLOCKING, backlog_bytes
+from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
 from magnetar.broker.service.policies import (
     ADMISSION_POLICIES,
@@ -81,7 +82,7 @@ def broker_defaults(config: Any) -> dict[str, Any]:
 
 
 class TopicPolicyAdmin:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
         self._js = JsonStore(svc.metadata_store)
         self.listeners: list[Any] = []
@@ -95,7 +96,7 @@ class TopicPolicyAdmin:
 
     async def _exists(self, ref: TopicRef) -> bool:
         b = base_ref(ref)
-        if await self._svc._partitions_of(b) is not None:
+        if await self._svc.partitions_of(b) is not None:
             return True
         return await self._svc.topics.exists(ref)
 
@@ -192,7 +193,7 @@ def spec_for_suffix(suffix: str) -> PolicySpec:
 class PolicyEnforcer:
     """Applies effective policies to loaded topics, periodically and on every change."""
 
-    def __init__(self, svc: Any, policies: TopicPolicyAdmin, interval_s: float) -> None:
+    def __init__(self, svc: BrokerServiceView, policies: TopicPolicyAdmin, interval_s: float) -> None:
         self._svc = svc
         self._policies = policies
         self._interval_s = max(0.05, interval_s)

@@ -130,3 +130,49 @@ class Topic(Protocol):
     def idle_since_ms(self, now_ms: int) -> int: ...
 
     async def close(self, *, delete: bool = False) -> None: ...
+
+
+@runtime_checkable
+class LoadedTopics(Protocol):
+    """The topic registry as the admin layer sees it."""
+
+    def loaded(self) -> list[Any]: ...  # Topic
+
+    async def exists(self, ref: TopicRef) -> bool: ...
+
+    async def get_topic(self, ref: TopicRef, create: bool, explicit: bool = False) -> Any: ...  # Topic
+
+    async def unload(self, ref: TopicRef) -> bool: ...
+
+
+@runtime_checkable
+class BrokerServiceView(Protocol):
+    """What ``broker.admin`` may use of the broker service -- and nothing else.
+
+    The admin layer drives the service through this face (configuration, clock,
+    metadata, the topic registry, the schema registry and the topic-level
+    operations below), never through private members or attributes of its own.
+    """
+
+    config: Any  # BrokerConfig
+    clock: Clock
+    resources: Any  # BrokerResources
+    metadata_store: Any  # MetadataStore
+    topics: LoadedTopics
+    schemas: Any  # SchemaRegistry
+    supervisor: Any  # TaskSupervisor
+    compaction: Any  # BrokerCompaction
+
+    async def require_namespace(self, namespace: str) -> None: ...
+
+    async def partitions_of(self, ref: TopicRef) -> int | None: ...
+
+    def web_service_url(self) -> str: ...
+
+    async def list_topics(self, namespace: str, mode: str = "PERSISTENT") -> list[str]: ...
+
+    async def list_partitioned_topics(self, namespace: str) -> list[str]: ...
+
+    async def delete_topic(self, topic: str, force: bool = False) -> None: ...
+
+    async def delete_partitioned_topic(self, topic: str, force: bool = False) -> None: ...
