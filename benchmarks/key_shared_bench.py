@@ -23,6 +23,7 @@ from magnetar.broker.config import BrokerConfig
 from magnetar.broker.service.consumer import Consumer
 from magnetar.broker.service.dispatcher_key_shared import KeySharedDispatcher
 from magnetar.broker.service.dispatcher_multi import MultiConsumerDispatcher
+from magnetar.broker.service.policies import UNRESOLVED
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.payload import build_headers_and_payload, new_message_metadata
 from magnetar.runtime import RealClock, TaskSupervisor
@@ -71,7 +72,12 @@ def make_entries(n: int, keys: int) -> list[Entry]:
 async def run(kind: str, entries: list[Entry], n_consumers: int, churn_every: int) -> tuple[float, int]:
     config = BrokerConfig()
     topic = SimpleNamespace(
-        config=config, clock=RealClock(), supervisor=TaskSupervisor("bench"), partition_index=-1, name="bench"
+        config=config,
+        clock=RealClock(),
+        supervisor=TaskSupervisor("bench"),
+        partition_index=-1,
+        name="bench",
+        policies=UNRESOLVED,
     )
     cursor = FakeCursor(entries)
     sub = SimpleNamespace(topic=topic, cursor=cursor, name="s")

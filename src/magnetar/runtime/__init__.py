@@ -5,10 +5,19 @@ Everything above receives a :class:`Clock`, an :class:`Rng` and a
 virtual clocks and seeded randomness and get deterministic runs.
 """
 
-from magnetar.runtime.clock import Clock, RealClock, TimerHandle
+from magnetar.runtime.clock import Clock, RealClock, TimerHandle, wait_for
 from magnetar.runtime.ids import IdGenerator
 from magnetar.runtime.offload import BlockingExecutor
 from magnetar.runtime.rng import Rng
 from magnetar.runtime.supervisor import TaskSupervisor
 
-__all__ = ["BlockingExecutor", "Clock", "IdGenerator", "RealClock", "Rng", "TaskSupervisor", "TimerHandle"]
+__all__ = [
+    "BlockingExecutor",
+    "Clock",
+    "IdGenerator",
+    "RealClock",
+    "Rng",
+    "TaskSupervisor",
+    "TimerHandle",
+    "wait_for",
+]

@@ -9,7 +9,9 @@ delay asks an injected :class:`Clock`.  Two readings exist:
 
 Waiting goes through ``sleep()`` and ``call_later()`` so that a test clock
 (``magnetar.testing.clock``: ManualClock, VirtualClock) can run a TTL of an
-hour in no time.  ``RealClock`` simply delegates to the running asyncio loop
+hour in no time; :func:`wait_for` is ``asyncio.wait_for`` with the timeout
+measured by a given clock (it cancels the awaited task from a
+``call_later`` timer and raises ``TimeoutError``).  ``RealClock`` simply delegates to the running asyncio loop
 and ``time.time()``.
 """
 
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar, runtime_checkable
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -55,3 +59,33 @@ class RealClock:
 
     def call_later(self, seconds: float, callback: Callable[[], object]) -> TimerHandle:
         return asyncio.get_running_loop().call_later(max(0.0, seconds), callback)
+
+
+async def wait_for(clock: Clock, aw: Awaitable[T], timeout_s: float) -> T:
+    """Await ``aw``; after ``timeout_s`` of ``clock`` time cancel it and raise ``TimeoutError``.
+
+    Cancelling the caller cancels ``aw`` too (wrap it in ``asyncio.shield`` to keep it running).
+    A result that arrives although the timer fired (the awaited code swallowed the
+    cancellation) is returned, as ``asyncio.wait_for`` does.
+    """
+    task = asyncio.ensure_future(aw)
+    if task.done():
+        return task.result()
+    timed_out = False
+
+    def expire() -> None:
+        nonlocal timed_out
+        if not task.done():
+            timed_out = True
+            task.cancel()
+
+    handle = clock.call_later(timeout_s, expire)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        me = asyncio.current_task()
+        if timed_out and task.cancelled() and (me is None or not me.cancelling()):
+            raise TimeoutError(f"timed out after {timeout_s} s") from None
+        raise
+    finally:
+        handle.cancel()

@@ -16,8 +16,10 @@ lives in this package, over a running ``BrokerService``:
 
 * ``schemas.py``        -- schema registry REST operations (effective strategy) and compaction.
 * ``brokers.py``        -- broker list/leader, dynamic configuration, bookies.
-* ``admission.py``      -- the producer/consumer admission checks the broker's
-                           handlers call (imports nothing of the service).
+
+The admission checks that read the resolved policies on the hot path live in the
+service layer (``broker.service.admission`` over ``broker.service.policies.TopicPolicies``);
+``broker.service`` never imports this package (an import-linter contract).
 
 ``service.AdminService(svc)`` bundles them; ``start()`` spawns the enforcement loop on
 the broker's task supervisor (idempotent).

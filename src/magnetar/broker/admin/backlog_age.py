@@ -8,8 +8,8 @@ has not acknowledged); the oldest publish time among them.  When that message is
 than ``limitTime``:
 
 * ``producer_request_hold`` / ``producer_exception`` -- the topic is marked over the
-  quota (``policy_limits["backlogAgeExceeded"]``, read by producer admission in
-  :mod:`.admission`), its producers are disconnected, and new ones are refused with
+  quota (``topic.backlog_age_exceeded``, read by producer admission in
+  ``broker.service.admission``), its producers are disconnected, and new ones are refused with
   ProducerBlockedQuotaExceededError / ...Exception until the subscriptions catch up;
 * ``consumer_backlog_eviction`` -- every subscription's messages older than the limit
   are skipped (the mark-delete moves past them, as message TTL does).
@@ -22,16 +22,19 @@ only on topics under a ``message_age`` quota.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from magnetar.broker.admin.admission import QUOTA_BLOCKING
+from magnetar.broker.service.admission import QUOTA_BLOCKING
+from magnetar.broker.service.topic import PersistentTopic
 from magnetar.managed_ledger.api import ManagedLedgerError, Position
 
 log = logging.getLogger(__name__)
 
 
-async def oldest_unacked_publish_ms(topic: Any, publish_time_of: Callable[[bytes], int]) -> int | None:
+async def oldest_unacked_publish_ms(
+    topic: PersistentTopic, publish_time_of: Callable[[bytes], int]
+) -> int | None:
     """Publish time of the oldest message some durable subscription has not acknowledged."""
     oldest: int | None = None
     for name, cursor in list(topic.ml.cursors.items()):
@@ -53,20 +56,21 @@ async def oldest_unacked_publish_ms(topic: Any, publish_time_of: Callable[[bytes
 
 
 async def apply_message_age_quota(
-    topic: Any, quota: dict | None, now_ms: int, publish_time_of: Callable[[bytes], int]
+    topic: PersistentTopic,
+    quota: Mapping[str, Any] | None,
+    now_ms: int,
+    publish_time_of: Callable[[bytes], int],
 ) -> None:
-    limits = topic.policy_limits
-    limits["backlogQuotaAge"] = quota
     limit_s = (quota or {}).get("limitTime", -1)
     if not quota or limit_s is None or limit_s < 0:
-        limits["backlogAgeExceeded"] = False
+        topic.backlog_age_exceeded = False
         return
     oldest = await oldest_unacked_publish_ms(topic, publish_time_of)
     topic.oldest_backlog_age_s = -1 if oldest is None else max(0, (now_ms - oldest) // 1000)
     exceeded = oldest is not None and now_ms - oldest > limit_s * 1000
     policy = quota.get("policy")
     if policy in QUOTA_BLOCKING:
-        limits["backlogAgeExceeded"] = exceeded
+        topic.backlog_age_exceeded = exceeded
         if exceeded:
             for producer in list(topic.producers.values()):
                 log.info(
@@ -77,7 +81,7 @@ async def apply_message_age_quota(
                 producer.cnx.broker_closed_producer(producer)
                 topic.remove_producer(producer)
         return
-    limits["backlogAgeExceeded"] = False
+    topic.backlog_age_exceeded = False
     if policy != "consumer_backlog_eviction" or not exceeded:
         return
     for name, cursor in list(topic.ml.cursors.items()):

@@ -22,6 +22,8 @@ from magnetar.bookkeeper.isolation import BOOKIE_GROUPS_PATH
 from magnetar.broker import errors
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.resources.namespaces import bundle_boundaries
+from magnetar.broker.service.api import BrokerServiceView
+from magnetar.metadata import api as md
 
 CONFIG_PATH = "/admin/configuration"
 DYNAMIC_KEYS = (
@@ -44,7 +46,7 @@ DYNAMIC_KEYS = (
 
 
 class BrokerAdmin:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
         self._js = JsonStore(svc.metadata_store)
         self._initial = svc.config  # what a deleted override falls back to
@@ -178,7 +180,7 @@ class BrokerAdmin:
             await self._js.update(BOOKIE_GROUPS_PATH, lambda d: _without(d, bookie))
         try:
             await self._svc.metadata_store.delete(f"{RACKS_PATH}/{bookie}")
-        except Exception:  # no rack was recorded for it
+        except md.NotFound:  # no rack was recorded for it
             pass
 
 

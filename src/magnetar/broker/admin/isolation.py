@@ -13,7 +13,6 @@ yet: the rack-aware bookie placement and the load manager do not read them
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import Field
 
@@ -21,6 +20,7 @@ from magnetar.broker import errors
 from magnetar.broker.admin import models as m
 from magnetar.broker.admin.policies import BadBodyError
 from magnetar.broker.resources.base import JsonStore
+from magnetar.broker.service.api import BrokerServiceView
 
 ROOT = "/admin/clusters"
 NAME_CHARS_MAX = 256
@@ -59,7 +59,7 @@ def _matches(regex: str, broker: str) -> bool:
 
 
 class IsolationAdmin:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._res = svc.resources
         self._js = JsonStore(svc.resources.store)
 
@@ -72,10 +72,9 @@ class IsolationAdmin:
         return f"{ROOT}/{cluster}/failureDomain"
 
     async def _domain_names(self, cluster: str) -> list[str]:
-        try:
-            return sorted(await self._js.children(self._domains_path(cluster)))
-        except Exception:  # no such node yet: no domains
-            return []
+        # A missing node has no children ([]); a metadata error (lost session, timeout)
+        # propagates and is answered as one -- never as "no domains".
+        return sorted(await self._js.children(self._domains_path(cluster)))
 
     async def failure_domains(self, cluster: str) -> dict[str, dict]:
         await self._cluster(cluster)

@@ -22,6 +22,7 @@ from magnetar.broker.admin.policies import BY_NS_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.admin.tenancy import check_name, config_flag
 from magnetar.broker.resources import default_policies
 from magnetar.broker.resources.namespaces import bundle_boundaries
+from magnetar.broker.service.api import BrokerServiceView
 
 ChangeListener = Callable[[str], Awaitable[None]]
 MB = 1024 * 1024
@@ -41,7 +42,7 @@ def retention_vs_quota(pol: dict) -> None:
 
 
 class NamespaceAdmin:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
         self._res = svc.resources
         self._listeners: list[ChangeListener] = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from magnetar.broker import errors
+from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
 from magnetar.managed_ledger.api import ManagedLedgerError, Position
 from magnetar.managed_ledger.offload import OffloadError, OffloadPolicies, policies_from
@@ -73,7 +74,7 @@ def parse_message_id(body: Any) -> Position:
 
 
 class TopicOffloadAdmin:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
 
     async def _topic(self, topic: str) -> Any:
@@ -81,7 +82,7 @@ class TopicOffloadAdmin:
         await self._svc.require_namespace(ref.namespace)
         if not ref.persistent:
             raise errors.NotAllowedError("Offload is not allowed on non-persistent topics")
-        if not ref.is_partition and await self._svc._partitions_of(ref):
+        if not ref.is_partition and await self._svc.partitions_of(ref):
             raise errors.NotAllowedError(
                 "Offload is per partition: offload each partition of a partitioned topic"
             )

@@ -17,11 +17,12 @@ from magnetar.broker import errors
 from magnetar.broker.admin.topic_policies import TopicPolicyAdmin
 from magnetar.broker.schema import SchemaNotFoundError, SchemaVersion, resolve_policies
 from magnetar.broker.schema import types as st
+from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import parse_topic
 
 
 class SchemaAdmin:
-    def __init__(self, svc: Any, topic_policies: TopicPolicyAdmin) -> None:
+    def __init__(self, svc: BrokerServiceView, topic_policies: TopicPolicyAdmin) -> None:
         self._svc = svc
         self._tp = topic_policies
 
@@ -86,7 +87,7 @@ class SchemaAdmin:
         if not ref.persistent:
             raise errors.NotAllowedError("Compaction is not allowed on a non-persistent topic")
         await self._svc.require_namespace(ref.namespace)
-        if await self._svc._partitions_of(ref):
+        if await self._svc.partitions_of(ref):
             raise errors.NotAllowedError("Compaction is not allowed on a partitioned topic: use a partition")
         await self._svc.topics.get_topic(ref, create=False)
         return ref.full_name

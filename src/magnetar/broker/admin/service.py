@@ -1,8 +1,15 @@
-"""AdminService: the admin sub-services over one broker service, and the enforcement loop."""
+"""AdminService: the admin sub-services over one broker service, and the enforcement loop.
+
+Theory of operation: the composition root builds one ``AdminService`` per
+broker and hands it the broker service as a ``BrokerServiceView`` (the narrow
+face in ``broker.service.api``; the sub-services use nothing else of it).
+Each sub-service owns one family of REST operations (tenancy, isolation,
+brokers, namespaces, topics, topic policies, schemas); policy writes notify
+the ``PolicyEnforcer``, whose loop ``start()`` spawns on the broker's task
+supervisor and which hands each loaded topic its resolved ``TopicPolicies``.
+"""
 
 from __future__ import annotations
-
-from typing import Any
 
 from magnetar.broker.admin.brokers import BrokerAdmin
 from magnetar.broker.admin.isolation import IsolationAdmin
@@ -11,12 +18,13 @@ from magnetar.broker.admin.schemas import SchemaAdmin
 from magnetar.broker.admin.tenancy import TenancyAdmin
 from magnetar.broker.admin.topic_ops import TopicOps
 from magnetar.broker.admin.topic_policies import PolicyEnforcer, TopicPolicyAdmin
+from magnetar.broker.service.api import BrokerServiceView
 
 DEFAULT_POLICY_CHECK_INTERVAL_S = 5.0
 
 
 class AdminService:
-    def __init__(self, svc: Any, *, policy_check_interval_s: float | None = None) -> None:
+    def __init__(self, svc: BrokerServiceView, *, policy_check_interval_s: float | None = None) -> None:
         self.svc = svc
         self.tenancy = TenancyAdmin(svc)
         self.isolation = IsolationAdmin(svc)

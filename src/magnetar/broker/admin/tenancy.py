@@ -16,6 +16,7 @@ from typing import Any
 
 from magnetar.broker import errors
 from magnetar.broker.admin import models as m
+from magnetar.broker.service.api import BrokerServiceView
 
 NAME_RE = re.compile(r"^[-=:.\w]+$")
 NAME_LEN_MAX = 255
@@ -37,7 +38,7 @@ def check_name(kind: str, name: str) -> None:
 
 
 class TenancyAdmin:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
         self._res = svc.resources
 

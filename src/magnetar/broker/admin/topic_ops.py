@@ -18,17 +18,18 @@ layer turns into Pulsar's ``X-Pulsar-*`` headers.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
 from magnetar.broker import errors
 from magnetar.broker.admin import models as m
+from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
 from magnetar.broker.service.rates import expire_counted
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.payload import parse_headers_and_payload, peek_metadata
+from magnetar.runtime import wait_for
 
 LATEST = 2**63 - 1
 PEEK_POSITION_MAX = 100_000
@@ -47,14 +48,14 @@ class PeekedMessage:
 
 
 class TopicOps:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
 
     # ------------------------------------------------------------ resolution
     async def _refs(self, topic: str, *, allow_partitioned: bool) -> list[TopicRef]:
         ref = parse_topic(topic)
         await self._svc.require_namespace(ref.namespace)
-        n = await self._svc._partitions_of(ref)
+        n = await self._svc.partitions_of(ref)
         if n:
             if not allow_partitioned:
                 raise errors.NotAllowedError("Operation not allowed on a partitioned topic")
@@ -307,7 +308,7 @@ class TopicOps:
         if not ref.persistent:
             raise errors.InvalidPartitionCountError("Termination of a non-persistent topic is not allowed")
         (t,) = await self._topics(topic, allow_partitioned=False)
-        await asyncio.wait_for(t.ml.terminate(), timeout=30)
+        await wait_for(self._svc.clock, t.ml.terminate(), 30)
         for p in list(t.producers.values()):
             p.cnx.broker_closed_producer(p)
             t.remove_producer(p)
@@ -316,7 +317,7 @@ class TopicOps:
 
     async def terminate_partitions(self, topic: str) -> None:
         ref = parse_topic(topic)
-        n = await self._svc._partitions_of(ref)
+        n = await self._svc.partitions_of(ref)
         if not n:
             raise errors.NotAllowedError("Topic is not partitioned")
         for i in range(n):

@@ -22,10 +22,13 @@ broker default (``BROKER_DEFAULTS`` from the broker config).
 Enforcement.  :class:`PolicyEnforcer` runs a loop on the broker's task
 supervisor every ``policy_check_interval_s``: for each loaded topic it
 expires messages older than the effective message TTL on every subscription
-(Pulsar's ``messageExpiryCheckIntervalInMinutes`` loop) and pushes the
-effective producer/consumer limits onto the live topic object; a policy
-write triggers the same pass at once, so changes reach live topics without a
-restart.
+(Pulsar's ``messageExpiryCheckIntervalInMinutes`` loop) and hands the topic
+its effective policies as one typed value (``TopicPolicies``, replaced
+atomically through ``topic.apply_policies``); a policy write triggers the
+same pass at once, so changes reach live topics without a restart.  The
+enforcer only writes what the topic declares (its policies, the storage
+config it applied, idle times of subscriptions); the admission checks that
+read them live beside the topic in ``broker.service.admission``.
 """
 
 from __future__ import annotations
@@ -34,47 +37,29 @@ import asyncio
 import dataclasses
 import logging
 from typing import Any
-from urllib.parse import quote
 
 from magnetar.bookkeeper.isolation import placement_config
 from magnetar.broker import errors
-from magnetar.broker.admin.admission import QUOTA_BLOCKING, backlog_bytes
 from magnetar.broker.admin.offload import effective_offload_policies
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.resources.base import JsonStore
+from magnetar.broker.service.admission import QUOTA_BLOCKING, backlog_bytes
+from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
+from magnetar.broker.service.policies import (
+    ADMISSION_POLICIES,
+    TOPIC_POLICIES_ROOT,
+    TopicPolicies,
+    base_ref,
+    topic_policies_path,
+)
+from magnetar.broker.service.topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 
-ROOT = "/admin/topic-policies"
+ROOT = TOPIC_POLICIES_ROOT
 NEW_TOPIC_TICK_S = 0.1
-# Effective values pushed onto live topics for ``admission`` (hot-path checks).
-ADMISSION_POLICIES = (
-    "maxProducers",
-    "maxConsumers",
-    "maxConsumersPerSubscription",
-    "subscriptionTypesEnabled",
-    "maxUnackedMessagesOnConsumer",
-    "publishRate",
-    "dispatchRate",
-    "subscriptionDispatchRate",
-    "maxSubscriptionsPerTopic",
-    "autoSubscriptionCreation",
-    "delayedDelivery",
-    "maxUnackedMessagesOnSubscription",
-    "maxMessageSize",
-    "encryptionRequired",
-    "subscribeRate",
-)
-
-
-def base_ref(ref: TopicRef) -> TopicRef:
-    return parse_topic(ref.name.partitioned_topic_name) if ref.is_partition else ref
-
-
-def path_of(ref: TopicRef) -> str:
-    b = base_ref(ref)
-    return f"{ROOT}/{b.tenant}/{b.namespace_portion}/{b.domain}/{quote(b.local_name, safe='')}"
+path_of = topic_policies_path
 
 
 def broker_defaults(config: Any) -> dict[str, Any]:
@@ -97,7 +82,7 @@ def broker_defaults(config: Any) -> dict[str, Any]:
 
 
 class TopicPolicyAdmin:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
         self._js = JsonStore(svc.metadata_store)
         self.listeners: list[Any] = []
@@ -111,7 +96,7 @@ class TopicPolicyAdmin:
 
     async def _exists(self, ref: TopicRef) -> bool:
         b = base_ref(ref)
-        if await self._svc._partitions_of(b) is not None:
+        if await self._svc.partitions_of(b) is not None:
             return True
         return await self._svc.topics.exists(ref)
 
@@ -208,7 +193,7 @@ def spec_for_suffix(suffix: str) -> PolicySpec:
 class PolicyEnforcer:
     """Applies effective policies to loaded topics, periodically and on every change."""
 
-    def __init__(self, svc: Any, policies: TopicPolicyAdmin, interval_s: float) -> None:
+    def __init__(self, svc: BrokerServiceView, policies: TopicPolicyAdmin, interval_s: float) -> None:
         self._svc = svc
         self._policies = policies
         self._interval_s = max(0.05, interval_s)
@@ -242,7 +227,7 @@ class PolicyEnforcer:
                     continue
                 if not topic.active:
                     continue
-                if only_new and getattr(topic, "policy_limits", None) is not None:
+                if only_new and topic.policies.resolved:
                     continue
                 try:
                     await self._apply(topic)
@@ -251,16 +236,25 @@ class PolicyEnforcer:
                 except Exception:
                     log.warning("applying policies to %s failed", topic.name, exc_info=True)
 
-    async def _apply(self, topic: Any) -> None:
+    async def _apply(self, topic: PersistentTopic) -> None:
         from magnetar.broker.admin.policies import BY_NAME
         from magnetar.broker.admin.topic_ops import publish_time_of
         from magnetar.broker.service.rates import expire_counted
 
         docs = await self._policies.documents(topic.ref)
         ttl = self._policies.resolve(BY_NAME["messageTTL"], *docs)
-        limits = {name: self._policies.resolve(BY_NAME[name], *docs) for name in ADMISSION_POLICIES}
-        limits["topicPolicies"] = docs[0] or None
-        topic.policy_limits = limits
+        values = {name: self._policies.resolve(BY_NAME[name], *docs) for name in ADMISSION_POLICIES}
+        quotas: dict = {}
+        if topic.ref.persistent:  # no ledger, no backlog: quotas do not apply to non-persistent topics
+            quotas = docs[0].get("backLogQuotaMap") or docs[1].get("backlog_quota_map") or {}
+        topic.apply_policies(
+            TopicPolicies.from_resolved(
+                values,
+                topic_document=docs[0],
+                backlog_quota=quotas.get("destination_storage"),
+                backlog_quota_age=quotas.get("message_age"),
+            )
+        )
         if not topic.ref.persistent:
             # A non-persistent topic has no ledger, cursors or backlog: of the policies only the
             # admission limits (producers, consumers, rates, sizes) and subscription expiry apply.
@@ -269,9 +263,9 @@ class PolicyEnforcer:
             )
             return
         await self._apply_storage(topic, docs)
-        await self._apply_backlog_quota(topic, docs)
+        await self._apply_backlog_quota(topic)
         snapshot_s = self._policies.resolve(BY_NAME["deduplicationSnapshotInterval"], *docs)
-        if snapshot_s and getattr(topic, "dedup", None) is not None:
+        if snapshot_s and topic.dedup is not None:
             await topic.dedup.snapshot_if_due(int(snapshot_s), self._svc.clock.time_ms())
         await self._expire_subscriptions(
             topic, self._policies.resolve(BY_NAME["subscriptionExpirationTime"], *docs)
@@ -288,7 +282,7 @@ class PolicyEnforcer:
                 except Exception:
                     log.debug("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
 
-    async def _apply_storage(self, topic: Any, docs: tuple[dict, dict]) -> None:
+    async def _apply_storage(self, topic: PersistentTopic, docs: tuple[dict, dict]) -> None:
         """Retention, persistence and the namespace's bookie affinity groups: a new
         managed-ledger config when the effective one changed.
 
@@ -319,24 +313,22 @@ class PolicyEnforcer:
             changes["placement_config"] = placement_config(primary, secondary)
         changes["offload_policies"] = effective_offload_policies(base.offload_policies, *docs)
         cfg = dataclasses.replace(base, **changes)
-        if getattr(topic, "applied_ml_config", None) == cfg:
+        if topic.applied_ml_config == cfg:
             return
         await topic.ml.set_config(cfg)
         topic.applied_ml_config = cfg
         await topic.ml.trim_consumed_ledgers()
 
-    async def _apply_backlog_quota(self, topic: Any, docs: tuple[dict, dict]) -> None:
-        """``destination_storage`` quota: remember it for producer admission; evict when asked.
-        ``message_age`` (time limit): :mod:`.backlog_age`."""
+    async def _apply_backlog_quota(self, topic: PersistentTopic) -> None:
+        """``destination_storage`` quota (in ``topic.policies``, read by producer admission):
+        disconnect producers or evict when over it.  ``message_age`` (time limit): :mod:`.backlog_age`."""
         from magnetar.broker.admin.backlog_age import apply_message_age_quota
         from magnetar.broker.admin.topic_ops import publish_time_of
 
-        quotas = docs[0].get("backLogQuotaMap") or docs[1].get("backlog_quota_map") or {}
         await apply_message_age_quota(
-            topic, quotas.get("message_age"), self._svc.clock.time_ms(), publish_time_of
+            topic, topic.policies.backlog_quota_age, self._svc.clock.time_ms(), publish_time_of
         )
-        quota = quotas.get("destination_storage")
-        topic.policy_limits["backlogQuota"] = quota
+        quota = topic.policies.backlog_quota
         if not quota:
             return
         limit = quota.get("limitSize", -1)
@@ -356,13 +348,11 @@ class PolicyEnforcer:
             if evicted and sub is not None and sub.dispatcher is not None:
                 sub.dispatcher.notify()
 
-    async def _expire_subscriptions(self, topic: Any, minutes: int | None) -> None:
+    async def _expire_subscriptions(self, topic: PersistentTopic, minutes: int | None) -> None:
         """``subscription_expiration_time_minutes``: delete a durable subscription that has had
         no consumer for that long (idle time counted from when a pass first saw it idle;
         compaction and other ``pulsar.``/``__`` system cursors are kept)."""
-        idle: dict[str, int] | None = getattr(topic, "subscription_idle_since_ms", None)
-        if idle is None:
-            idle = topic.subscription_idle_since_ms = {}
+        idle = topic.subscription_idle_since_ms
         if not minutes or minutes <= 0:
             idle.clear()
             return
@@ -391,7 +381,7 @@ class PolicyEnforcer:
                 await topic.ml.delete_cursor(name)
 
     @staticmethod
-    def _disconnect_producers_over_quota(topic: Any, limit: int) -> None:
+    def _disconnect_producers_over_quota(topic: PersistentTopic, limit: int) -> None:
         """producer_request_hold / producer_exception over the quota: drop the connected
         producers (as Pulsar does).  Their reconnect is refused by ``check_producer``: under
         ``producer_request_hold`` the client keeps retrying and holds its sends until the

@@ -43,7 +43,8 @@ class TopicAdmin:
     async def require_namespace(self, namespace: str) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    async def _partitions_of(self, ref: TopicRef) -> int | None:
+    async def partitions_of(self, ref: TopicRef) -> int | None:
+        """The partition count of a partitioned topic; None when ``ref`` is not one."""
         return await self.resources.partitioned_topics.partitions(
             ref.tenant, ref.namespace_portion, ref.domain, ref.local_name
         )
@@ -72,7 +73,7 @@ class TopicAdmin:
     async def get_partitioned_metadata(self, topic: str, check_allow_auto_creation: bool = False) -> int:
         ref = parse_topic(topic)
         await self.require_namespace(ref.namespace)
-        n = await self._partitions_of(ref)
+        n = await self.partitions_of(ref)
         if n is not None:
             return n
         if not check_allow_auto_creation or ref.is_partition:
@@ -87,7 +88,7 @@ class TopicAdmin:
             )
         except errors.AlreadyExistsError:
             pass
-        return await self._partitions_of(ref) or 0
+        return await self.partitions_of(ref) or 0
 
     async def create_partitioned_topic(
         self, topic: str, num_partitions: int, properties: dict | None = None
@@ -113,7 +114,7 @@ class TopicAdmin:
     async def update_partitioned_topic(self, topic: str, num_partitions: int) -> None:
         ref = parse_topic(topic)
         await self.require_namespace(ref.namespace)
-        n = await self._partitions_of(ref)
+        n = await self.partitions_of(ref)
         if n is None:
             raise errors.TopicNotFoundError("Partitioned topic does not exist")
         if num_partitions <= n:
@@ -125,7 +126,7 @@ class TopicAdmin:
     async def create_non_partitioned_topic(self, topic: str) -> None:
         ref = parse_topic(topic)
         await self.require_namespace(ref.namespace)
-        if await self._partitions_of(ref) is not None or await self.topics.exists(ref):
+        if await self.partitions_of(ref) is not None or await self.topics.exists(ref):
             raise errors.AlreadyExistsError("This topic already exists")
         await self.topics.get_topic(ref, create=True, explicit=True)
 
@@ -152,7 +153,7 @@ class TopicAdmin:
         for domain in domains:
             for local in await self.resources.partitioned_topics.list(tenant, ns, domain):
                 base = topic_ref(domain, tenant, ns, local)
-                n = await self._partitions_of(base) or 0
+                n = await self.partitions_of(base) or 0
                 names.update(base.partition(i).full_name for i in range(n))
         return sorted(n for n in names if not parse_topic(n).is_system)
 
@@ -166,7 +167,7 @@ class TopicAdmin:
     async def delete_topic(self, topic: str, force: bool = False) -> None:
         ref = parse_topic(topic)
         await self.require_namespace(ref.namespace)
-        if await self._partitions_of(ref) is not None:
+        if await self.partitions_of(ref) is not None:
             raise errors.AlreadyExistsError(
                 f"{ref.full_name} is a partitioned topic, instead of calling delete topic, "
                 "please call delete-partitioned-topic."
@@ -181,7 +182,7 @@ class TopicAdmin:
         await self.require_namespace(ref.namespace)
         if PARTITION_SUFFIX in ref.local_name and ref.is_partition:
             raise errors.PreconditionFailedError("Partitioned Topic Name should not contain '-partition-'")
-        n = await self._partitions_of(ref)
+        n = await self.partitions_of(ref)
         if n is None:
             raise errors.TopicNotFoundError("Partitioned topic does not exist")
         parts = [ref.partition(i) for i in range(n)]
@@ -203,7 +204,7 @@ class TopicAdmin:
 
     async def unload_topic(self, topic: str) -> None:
         ref = parse_topic(topic)
-        n = await self._partitions_of(ref)
+        n = await self.partitions_of(ref)
         refs = [ref.partition(i) for i in range(n)] if n else [ref]
         for r in refs:
             await self.topics.unload(r)
@@ -212,7 +213,7 @@ class TopicAdmin:
     async def _existing_topic(self, topic: str) -> PersistentTopic:
         ref = parse_topic(topic)
         await self.require_namespace(ref.namespace)
-        if await self._partitions_of(ref) is not None:
+        if await self.partitions_of(ref) is not None:
             raise errors.TopicNotFoundError(
                 "Topic not found: it is a partitioned topic, use partitioned-stats"
             )
@@ -236,7 +237,7 @@ class TopicAdmin:
 
     async def list_subscriptions(self, topic: str) -> list[str]:
         ref = parse_topic(topic)
-        n = await self._partitions_of(ref)
+        n = await self.partitions_of(ref)
         if n:
             names: set[str] = set()
             for i in range(n):
@@ -251,7 +252,7 @@ class TopicAdmin:
     async def partitioned_topic_stats(self, topic: str, per_partition: bool = True) -> dict:
         ref = parse_topic(topic)
         await self.require_namespace(ref.namespace)
-        n = await self._partitions_of(ref)
+        n = await self.partitions_of(ref)
         if n is None:
             raise errors.TopicNotFoundError("Partitioned Topic not found")
         per: dict[str, dict] = {}

@@ -43,8 +43,8 @@ from magnetar.broker.service.rates import sample_topic
 from magnetar.broker.service.topic_list import TopicListWatchers
 from magnetar.broker.service.topics import TopicRegistry
 from magnetar.managed_ledger.api import ManagedLedgerFactory
-from magnetar.metadata.api import MetadataStore
-from magnetar.runtime import Clock, Rng, TaskSupervisor
+from magnetar.metadata.api import MetadataError, MetadataStore
+from magnetar.runtime import Clock, Rng, TaskSupervisor, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ class BrokerService(TopicAdmin):
                 f"{PRODUCER_NAME_COUNTER_PATH}/-", b"", ephemeral=True, sequential=True
             )
             return f"{self.config.cluster_name}-{int(stat.path.rsplit('-', 1)[-1])}"
-        except Exception:
+        except MetadataError:
             log.warning("could not allocate a producer-name prefix; using a random one", exc_info=True)
             return f"{self.config.cluster_name}-{self.rng.randint(1000, 999_999)}"
 
@@ -205,12 +205,12 @@ class BrokerService(TopicAdmin):
                 server.close()
         for cnx in list(self.connections):
             try:
-                await asyncio.wait_for(cnx.close(), CLOSE_TIMEOUT_S)
+                await wait_for(self.clock, cnx.close(), CLOSE_TIMEOUT_S)
             except Exception:
                 log.debug("closing connection failed", exc_info=True)
         await self.compaction.aclose()
         try:
-            await asyncio.wait_for(self.topics.close_all(), CLOSE_TIMEOUT_S * 3)
+            await wait_for(self.clock, self.topics.close_all(), CLOSE_TIMEOUT_S * 3)
         except Exception:
             log.exception("closing topics failed")
         await self.supervisor.aclose()
@@ -220,7 +220,7 @@ class BrokerService(TopicAdmin):
             log.debug("closing the authentication service failed", exc_info=True)
         if self._server is not None:
             try:
-                await asyncio.wait_for(self._server.wait_closed(), CLOSE_TIMEOUT_S)
+                await wait_for(self.clock, self._server.wait_closed(), CLOSE_TIMEOUT_S)
             except Exception:
                 pass
 

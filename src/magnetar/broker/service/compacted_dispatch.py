@@ -211,12 +211,11 @@ class BrokerCompaction:
                 log.exception("compaction threshold check failed")
 
     async def threshold_of(self, topic: PersistentTopic) -> int:
-        # Lazy: broker.admin's package imports the service layer (an import cycle at load time).
-        from magnetar.broker.admin.topic_policies import base_ref, path_of  # noqa: PLC0415
         from magnetar.broker.resources.base import JsonStore  # noqa: PLC0415
+        from magnetar.broker.service.policies import topic_policies_path  # noqa: PLC0415
 
         try:
-            doc = await JsonStore(self._svc.metadata_store).get(path_of(base_ref(topic.ref))) or {}
+            doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(topic.ref)) or {}
         except Exception:  # an unreadable topic-policy document: the namespace decides
             log.debug("reading topic policies of %s failed", topic.name, exc_info=True)
             doc = {}

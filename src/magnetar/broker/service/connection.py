@@ -52,6 +52,7 @@ from magnetar.protocol.connection import (
 )
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.errors import ProtocolError, RemoteProtocolError
+from magnetar.runtime import wait_for
 
 if TYPE_CHECKING:
     from magnetar.broker.service.broker_service import BrokerService
@@ -124,7 +125,9 @@ class Connection:
         if out and not self.writer.is_closing():
             self.writer.write(b"".join(out))
             if not self.writable and self._drain_task is None and not self.closed:
-                self._drain_task = self.service.supervisor.spawn(self._wait_drained(), name="drain")
+                self._drain_task = self.service.supervisor.spawn(
+                    self._wait_drained(), name="drain", on_error=self._task_failed
+                )
 
     @property
     def writable(self) -> bool:
@@ -137,7 +140,7 @@ class Connection:
         try:
             while not self.closed and not self.writable:
                 try:
-                    await asyncio.wait_for(self.writer.drain(), DRAIN_CHECK_S)
+                    await wait_for(self.service.clock, self.writer.drain(), DRAIN_CHECK_S)
                 except TimeoutError:
                     continue
                 except ConnectionError:
@@ -246,7 +249,7 @@ class Connection:
     # ------------------------------------------------------------ the loop
     async def run(self) -> None:
         self._keepalive = self.service.supervisor.spawn(
-            self._keepalive_loop(), name=f"keepalive:{self.peer_address}"
+            self._keepalive_loop(), name=f"keepalive:{self.peer_address}", on_error=self._task_failed
         )
         try:
             await self._read_loop()
@@ -266,7 +269,7 @@ class Connection:
             await self.service.clock.sleep(delay_s)
         while not self._resume_reading.is_set() and not self.closed:
             try:
-                await asyncio.wait_for(self._resume_reading.wait(), BACKPRESSURE_CHECK_S)
+                await wait_for(self.service.clock, self._resume_reading.wait(), BACKPRESSURE_CHECK_S)
             except TimeoutError:
                 pass
 
@@ -297,7 +300,7 @@ class Connection:
                     )
                     if self.service.authentication.enabled:
                         self._refresh = self.service.supervisor.spawn(
-                            self._refresh_loop(), name="auth-refresh"
+                            self._refresh_loop(), name="auth-refresh", on_error=self._task_failed
                         )
                 elif isinstance(event, ConnectionClosed):
                     return
@@ -317,7 +320,7 @@ class Connection:
         self._liveness_waiters.append(fut)
         self.write(cmds.ping())
         try:
-            await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+            await wait_for(self.service.clock, asyncio.shield(fut), timeout_s)
         except TimeoutError:
             return False
         finally:
@@ -361,7 +364,7 @@ class Connection:
         self._in_handler = True
         try:
             await self.security.authorize(frame)
-            await asyncio.wait_for(handler(self, frame), HANDLER_TIMEOUT_S)
+            await wait_for(self.service.clock, handler(self, frame), HANDLER_TIMEOUT_S)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -410,6 +413,13 @@ class Connection:
             pass
 
     # ------------------------------------------------------------ teardown
+    def _task_failed(self, name: str, exc: BaseException) -> None:
+        """A task this connection owns (keepalive, drain, auth refresh) failed: without it the
+        connection cannot be trusted, so it is dropped (the client reconnects)."""
+        log.warning("connection %s: task %s failed (%r); closing", self.peer_address, name, exc, exc_info=exc)
+        if not self.closed:
+            self.writer.close()  # the read loop ends and run() closes the connection
+
     async def close(self) -> None:
         if self.closed:
             return
@@ -435,7 +445,7 @@ class Connection:
         try:
             self._flush()
             self.writer.close()
-            await asyncio.wait_for(self.writer.wait_closed(), 2.0)
+            await wait_for(self.service.clock, self.writer.wait_closed(), 2.0)
         except Exception:
             pass
         self.service.connection_closed(self)

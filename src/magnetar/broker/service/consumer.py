@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.service.rates import Rate
 from magnetar.managed_ledger.api import Entry, Position
@@ -66,6 +66,10 @@ class Consumer:
         self.metadata = metadata
         self.connected_since_ms = connected_since_ms
         self.permits = 0
+        # Key_Shared: the client's KeySharedMeta (mode, sticky ranges, out-of-order) from SUBSCRIBE,
+        # and the sticky hash ranges the dispatcher accepted from it.
+        self.key_shared_meta: Any = None
+        self.key_shared_ranges: list[tuple[int, int]] | None = None
         # Shared consumers must remember every message in flight (that is how they are
         # redelivered); single-active ones only need a bounded window for redelivery counts.
         self.max_tracked = MAX_TRACKED_IN_FLIGHT_SINGLE if sub_type in (0, 2) else 1 << 62

@@ -38,7 +38,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from magnetar.managed_ledger.api import InitialPosition, Position
+from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
+from magnetar.metadata import api as md
 from magnetar.protocol.payload import peek_metadata
 
 if TYPE_CHECKING:
@@ -74,7 +75,8 @@ async def deduplication_enabled(service: Any, topic: PersistentTopic) -> bool:
     enabled = bool(service.config.broker_deduplication_enabled)
     try:
         policies = await service.resources.namespaces.get(topic.ref.namespace)
-    except Exception:
+    except md.MetadataError:  # cannot read the namespace now: the broker's setting decides
+        log.warning("reading the namespace policies of %s failed", topic.name, exc_info=True)
         policies = None
     value = (policies or {}).get("deduplicationEnabled")
     if value is not None:
@@ -99,7 +101,7 @@ async def refresh_deduplication(service: Any, topic: PersistentTopic) -> None:
         dedup, topic.dedup = topic.dedup, None
         try:
             await topic.ml.delete_cursor(DEDUP_CURSOR_NAME)  # as Java: the snapshot goes with it
-        except Exception:
+        except (ManagedLedgerError, md.MetadataError):
             log.debug("deleting %s on %s failed", DEDUP_CURSOR_NAME, topic.name, exc_info=True)
         dedup.duplicates = 0
 

@@ -40,7 +40,7 @@ import logging
 from array import array
 from typing import TYPE_CHECKING, Any
 
-from magnetar.broker.admin.admission import delayed_delivery_active
+from magnetar.broker.service.admission import delayed_delivery_active
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.payload import peek_metadata
 
@@ -68,7 +68,7 @@ def tracker_for(dispatcher: Dispatcher) -> DelayedDeliveryTracker | None:
     extra = getattr(dispatcher.subscription.topic.config, "extra", {}) or {}
     if str(extra.get("delayedDeliveryEnabled", "true")).strip().lower() in ("false", "0", "no", "off"):
         return None
-    if not delayed_delivery_active(dispatcher.subscription.topic):  # policy (broker.admin.admission)
+    if not delayed_delivery_active(dispatcher.subscription.topic):  # policy (.admission)
         return None
     return DelayedDeliveryTracker(
         dispatcher,

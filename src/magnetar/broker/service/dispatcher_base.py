@@ -28,7 +28,7 @@ import bisect
 import logging
 from typing import TYPE_CHECKING
 
-from magnetar.broker.admin.admission import count_dispatched, dispatch_permits
+from magnetar.broker.service.admission import count_dispatched, dispatch_permits
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.delayed_delivery import tracker_for
 from magnetar.managed_ledger.api import Entry, Position
@@ -192,7 +192,7 @@ class Dispatcher:
         budget = self.read_budget()
         if budget <= 0:
             return False
-        budget = await dispatch_permits(self.subscription, budget)  # dispatch rate (broker.admin.admission)
+        budget = await dispatch_permits(self.subscription, budget)  # dispatch rate (.admission)
         cursor = self.subscription.cursor
         epoch = self._epoch
         if self.delayed is not None:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from magnetar.broker.admin.admission import unacked_limit_on_subscription
+from magnetar.broker.service.admission import unacked_limit_on_subscription
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.broker.service.key_shared_selector import (

@@ -15,7 +15,7 @@ as a redelivery.
 
 from __future__ import annotations
 
-from magnetar.broker.admin.admission import unacked_limit_on_subscription
+from magnetar.broker.service.admission import unacked_limit_on_subscription
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.dispatcher_base import Dispatcher
 

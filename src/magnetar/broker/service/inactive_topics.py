@@ -28,6 +28,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from magnetar.metadata import api as md
+
 log = logging.getLogger(__name__)
 
 MODE_NO_SUBSCRIPTIONS = "delete_when_no_subscriptions"
@@ -62,7 +64,7 @@ async def _has_retention(service: Any, topic: Any) -> bool:
         return True
     try:
         policies = await service.resources.namespaces.get(topic.ref.namespace)
-    except Exception:
+    except md.MetadataError:
         return True  # cannot tell: keep the data
     retention = (policies or {}).get("retention_policies") or {}
     return bool(retention.get("retentionTimeInMinutes") or retention.get("retentionSizeInMB"))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.broker.service.rates import Rate
 from magnetar.managed_ledger.api import Position
+from magnetar.runtime import wait_for
 
 if TYPE_CHECKING:
     from magnetar.broker.service.connection import Connection
@@ -162,7 +163,7 @@ class Producer:
 
     async def wait_drained(self, timeout_s: float) -> None:
         try:
-            await asyncio.wait_for(self._drained.wait(), timeout_s)
+            await wait_for(self.topic.clock, self._drained.wait(), timeout_s)
         except TimeoutError:
             pass
 

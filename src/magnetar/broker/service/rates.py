@@ -48,9 +48,7 @@ class ExpiryCounter:
 
 
 def expiry_of(topic: PersistentTopic, subscription: str) -> ExpiryCounter:
-    counters: dict[str, ExpiryCounter] | None = getattr(topic, "expired", None)
-    if counters is None:
-        counters = topic.expired = {}
+    counters = topic.expired
     counter = counters.get(subscription)
     if counter is None:
         counter = counters[subscription] = ExpiryCounter()
@@ -78,5 +76,5 @@ def sample_topic(topic: PersistentTopic, elapsed_s: float) -> None:
         for c in sub.consumers:
             c.rate_out.sample(c.msg_out_counter, c.bytes_out_counter, elapsed_s)
             c.rate_redeliver.sample(c.redelivered_counter, 0, elapsed_s)
-    for counter in (getattr(topic, "expired", None) or {}).values():
+    for counter in topic.expired.values():
         counter.rate.sample(counter.total, 0, elapsed_s)

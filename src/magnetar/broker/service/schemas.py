@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from magnetar.broker.admin.admission import topic_policies_of
 from magnetar.broker.schema import SchemaNotFoundError, SchemaRegistry, resolve_policies
 from magnetar.broker.schema.wire import schema_info_from_command, to_wire_schema
+from magnetar.broker.service.admission import topic_policies_of
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import ServerError
 
@@ -34,7 +34,7 @@ NO_SCHEMA_MESSAGE = "Topic not found or no-schema"
 
 async def _policies(svc: BrokerService, topic: PersistentTopic):  # type: ignore[no-untyped-def]
     ns_policies = await svc.resources.namespaces.get(topic.ref.namespace)
-    tp = topic_policies_of(topic)  # the topic-level override (broker.admin.admission)
+    tp = topic_policies_of(topic)  # the topic-level override (.admission)
     return resolve_policies(svc.schemas.config, ns_policies, tp, is_system_topic=topic.ref.is_system)
 
 

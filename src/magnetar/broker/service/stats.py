@@ -35,7 +35,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         if name not in subs and name != "pulsar.dedup":  # the dedup snapshot cursor is no subscription
             cursor = topic.ml.cursors[name]
             backlog = cursor.number_of_entries_in_backlog()
-            expired = (getattr(topic, "expired", None) or {}).get(name)
+            expired = topic.expired.get(name)
             subs[name] = {
                 "msgRateOut": 0.0,
                 "msgThroughputOut": 0.0,
@@ -75,21 +75,14 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
             (s.get("backlogSize", 0) for s in subs.values() if s.get("isDurable", True)), default=0
         ),
         "earliestMsgPublishTimeInBacklogs": 0,
-        "offloadedStorageSize": sum(li.size_bytes for li in topic.ml.ledgers() if li.offloaded),
-        "lastOffloadLedgerId": max((li.ledger_id for li in topic.ml.ledgers() if li.offloaded), default=0),
-        "lastOffloadSuccessTimeStamp": getattr(
-            getattr(topic.ml, "offload_state", None), "last_success_ms", 0
-        ),
-        "lastOffloadFailureTimeStamp": getattr(
-            getattr(topic.ml, "offload_state", None), "last_failure_ms", 0
-        ),
-        "oldestBacklogMessageAgeSeconds": getattr(topic, "oldest_backlog_age_s", -1),
-        "publishRateLimitedTimes": getattr(topic, "publish_rate_limited_times", 0),
+        **_offload_stats(topic),
+        "oldestBacklogMessageAgeSeconds": topic.oldest_backlog_age_s,
+        "publishRateLimitedTimes": topic.publish_rate_limited_times,
         "publishers": [p.to_stats() for p in topic.producers.values()],
         "waitingPublishers": 0,
         "subscriptions": subs,
         "replication": {},
-        "deduplicationStatus": "Enabled" if getattr(topic, "dedup", None) is not None else "Disabled",
+        "deduplicationStatus": "Enabled" if topic.dedup is not None else "Disabled",
         "nonContiguousDeletedMessagesRanges": 0,
         "nonContiguousDeletedMessagesRangesSerializedSize": 0,
         "delayedMessageIndexSizeInBytes": 0,
@@ -102,6 +95,28 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         "ownerBroker": host,
         "topicCreationTimeStamp": topic.created_ms,
         "lastPublishTimeStamp": topic.last_publish_ms,
+    }
+
+
+def _offload_stats(topic: PersistentTopic) -> dict:
+    """Tiered-storage figures; a non-persistent topic stores nothing, so all zero."""
+    if not topic.ref.persistent:
+        return dict.fromkeys(
+            (
+                "offloadedStorageSize",
+                "lastOffloadLedgerId",
+                "lastOffloadSuccessTimeStamp",
+                "lastOffloadFailureTimeStamp",
+            ),
+            0,
+        )
+    offloaded = [li for li in topic.ml.ledgers() if li.offloaded]
+    state = getattr(topic.ml, "offload_state", None)
+    return {
+        "offloadedStorageSize": sum(li.size_bytes for li in offloaded),
+        "lastOffloadLedgerId": max((li.ledger_id for li in offloaded), default=0),
+        "lastOffloadSuccessTimeStamp": getattr(state, "last_success_ms", 0),
+        "lastOffloadFailureTimeStamp": getattr(state, "last_failure_ms", 0),
     }
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
+from magnetar.broker.service.admission import RateWindow
 from magnetar.broker.service.consumer import Consumer
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.broker.service.dispatcher_multi import MultiConsumerDispatcher
@@ -46,6 +47,7 @@ class Subscription:
         self.dispatcher: Dispatcher | None = None
         self.closed = False
         # Set by compacted_dispatch.enable_read_compacted: builds the read_compacted dispatcher.
+        self.dispatch_window: RateWindow | None = None  # subscriptionDispatchRate (.admission)
         self.read_compacted_factory: Callable[[Subscription, int], Dispatcher] | None = None
 
     @property
@@ -192,7 +194,7 @@ class Subscription:
 
     def to_stats(self) -> dict:
         consumers = self.consumers
-        expired = (getattr(self.topic, "expired", None) or {}).get(self.name)
+        expired = self.topic.expired.get(self.name)
         active = getattr(self.dispatcher, "active", None)
         out = {
             "msgRateOut": sum(c.rate_out.msg_rate for c in consumers),

@@ -4,9 +4,17 @@ Theory of operation: the publish path is ``Producer.publish`` ->
 :meth:`PersistentTopic.add_entry` -> ``ManagedLedger.add_entry`` with the
 client's headers-and-payload bytes exactly as received (magic, CRC, metadata,
 payload) -> position -> receipt.  Adds are started in arrival order (each one
-a task whose first step calls the managed ledger synchronously), and the
-managed ledger completes pipelined adds in call order.  Every completed add
-wakes every subscription's dispatcher.
+a task the topic owns, whose first step calls the managed ledger
+synchronously; its result or error goes to the producer awaiting it, and
+close() cancels any still running), and the managed ledger completes
+pipelined adds in call order.  Every completed add wakes every
+subscription's dispatcher.
+
+Policies: the topic owns its effective policies (``self.policies``, a frozen
+:class:`TopicPolicies` the admin layer's enforcer replaces whole through
+:meth:`apply_policies`) and the per-topic state the admission checks
+(``.admission``) keep: rate windows, quota flags, TTL expiry counters.
+Nothing outside the topic adds attributes to it.
 
 A retriable storage failure (the managed ledger rolls to a new ledger) is
 retried once.  Known limit: adds issued after the failed one may already be
@@ -37,17 +45,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
-from magnetar.broker.admin.admission import check_producer
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.service.access_mode import ProducerAccess
+from magnetar.broker.service.admission import RateWindow, check_producer
 from magnetar.broker.service.names import TopicRef
+from magnetar.broker.service.policies import UNRESOLVED, TopicPolicies
 from magnetar.broker.service.producer import Producer
-from magnetar.broker.service.rates import Rate
+from magnetar.broker.service.rates import ExpiryCounter, Rate
 from magnetar.broker.service.subscription import Subscription
 from magnetar.managed_ledger.api import (
     InitialPosition,
     ManagedLedger,
     ManagedLedgerClosedError,
+    ManagedLedgerConfig,
     ManagedLedgerError,
     ManagedLedgerFencedError,
     Position,
@@ -112,6 +122,23 @@ class PersistentTopic:
         self._last_active_ms = self.created_ms
         self._last_entry: tuple[Position, int, bool] | None = None
         self.dedup: Any = None  # MessageDeduplication when enabled (set by the registry on load)
+        self._adds: set[asyncio.Task[Position]] = set()  # adds in flight (one per SEND)
+        # Policies: the effective value (replaced whole by apply_policies) and the state the
+        # admission checks and the policy enforcer keep per topic.
+        self.policies: TopicPolicies = UNRESOLVED
+        self.publish_rate_window: RateWindow | None = None
+        self.publish_rate_limited_times = 0
+        self.dispatch_window: RateWindow | None = None
+        self.subscribe_rate_windows: dict[tuple[str, str], list[float]] = {}
+        self.applied_ml_config: ManagedLedgerConfig | None = None  # the last config the policies set
+        self.subscription_idle_since_ms: dict[str, int] = {}  # subscriptionExpirationTime
+        self.backlog_age_exceeded = False  # the message_age backlog quota is over its limit
+        self.oldest_backlog_age_s = -1  # oldestBacklogMessageAgeSeconds (under a message_age quota)
+        self.expired: dict[str, ExpiryCounter] = {}  # messages expired by TTL, per subscription
+
+    def apply_policies(self, policies: TopicPolicies) -> None:
+        """Replace the effective policies (one assignment: readers see old or new, never a mix)."""
+        self.policies = policies
 
     def _set_state(self, new: TopicState) -> None:
         if new not in _TRANSITIONS[self.state]:
@@ -137,7 +164,7 @@ class PersistentTopic:
             raise errors.ProducerBusyError(
                 f"Producer with name '{producer.producer_name}' is already connected to topic"
             )
-        check_producer(self)  # effective topic/namespace policies (broker.admin.admission)
+        check_producer(self)  # effective topic/namespace policies (.admission)
         limit = self.config.max_producers_per_topic
         if limit and len(self.producers) >= limit:
             raise errors.ProducerBusyError(f"Topic '{self.name}' reached max producers limit")
@@ -168,11 +195,17 @@ class PersistentTopic:
             return fut
         if self.dedup is not None:
             return self.dedup.add(
-                producer.producer_name,
-                data,
-                lambda: asyncio.ensure_future(self._add(data, n_messages, is_batch)),
+                producer.producer_name, data, lambda: self._start_add(data, n_messages, is_batch)
             )
-        return asyncio.ensure_future(self._add(data, n_messages, is_batch))
+        return self._start_add(data, n_messages, is_batch)
+
+    def _start_add(self, data: bytes, n_messages: int, is_batch: bool) -> asyncio.Task[Position]:
+        """One add, owned by the topic (``_adds``); its result or error goes to the producer
+        awaiting it (SEND_RECEIPT / SEND_ERROR); close() cancels any still running."""
+        task = asyncio.get_running_loop().create_task(self._add(data, n_messages, is_batch))
+        self._adds.add(task)
+        task.add_done_callback(self._adds.discard)
+        return task
 
     async def _add(self, data: bytes, n_messages: int, is_batch: bool) -> Position:
         for attempt in range(ADD_ATTEMPTS):
@@ -242,8 +275,8 @@ class PersistentTopic:
             await sub.close()
             try:
                 await self.ml.delete_cursor(sub.name)
-            except Exception:
-                pass
+            except ManagedLedgerError:  # a reader's cursor: nothing durable is left behind
+                log.debug("deleting reader cursor %s on %s failed", sub.name, self.name, exc_info=True)
 
     async def unsubscribe(self, sub: Subscription) -> None:
         if self.subscriptions.get(sub.name) is sub:
@@ -309,6 +342,8 @@ class PersistentTopic:
                 await self.ml.close()
         finally:
             self._set_state(TopicState.DELETED if delete else TopicState.CLOSED)
+            for task in list(self._adds):  # the ledger is gone: nothing of the topic keeps running
+                task.cancel()
 
     def idle_since_ms(self, now_ms: int) -> int:
         """How long nothing was attached and nothing published (0 while in use)."""

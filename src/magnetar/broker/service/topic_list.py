@@ -47,6 +47,7 @@ import crc32c as _crc32c
 from magnetar.broker import errors
 from magnetar.broker.service.names import parse_topic
 from magnetar.protocol import server_commands as cmds
+from magnetar.runtime import wait_for
 
 if TYPE_CHECKING:
     from magnetar.broker.service.broker_service import BrokerService
@@ -167,7 +168,7 @@ class TopicListWatchers:
     async def _run(self) -> None:
         while self._watchers:
             try:
-                await asyncio.wait_for(self._wake.wait(), RESCAN_S)
+                await wait_for(self._svc.clock, self._wake.wait(), RESCAN_S)
             except TimeoutError:
                 pass
             self._wake.clear()

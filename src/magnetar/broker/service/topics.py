@@ -29,6 +29,7 @@ from magnetar.broker import errors
 from magnetar.broker.service.dedup import MessageDeduplication, deduplication_enabled
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.topic import PersistentTopic
+from magnetar.runtime import wait_for
 
 if TYPE_CHECKING:
     from magnetar.broker.service.broker_service import BrokerService
@@ -121,7 +122,7 @@ class TopicRegistry:
                 self._topics[ref.full_name] = fut
                 self._svc.supervisor.spawn(self._load(ref, fut), name=f"load:{ref.full_name}")
         try:
-            topic = await asyncio.wait_for(asyncio.shield(fut), TOPIC_LOAD_TIMEOUT_S)
+            topic = await wait_for(self._svc.clock, asyncio.shield(fut), TOPIC_LOAD_TIMEOUT_S)
         except TimeoutError:
             raise errors.ServiceNotReadyError(f"Timed out loading topic {ref.full_name}") from None
         if not topic.active:

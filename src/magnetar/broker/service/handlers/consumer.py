@@ -24,7 +24,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
-from magnetar.broker.admin.admission import check_subscribe, check_subscribe_rate, unacked_limit_on_consumer
+from magnetar.broker.service.admission import check_subscribe, check_subscribe_rate, unacked_limit_on_consumer
 from magnetar.broker.service.compacted_dispatch import CompactedDispatcher, enable_read_compacted
 from magnetar.broker.service.consumer import Consumer
 from magnetar.broker.service.names import parse_topic
@@ -66,7 +66,7 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
     ref = parse_topic(cmd.topic)
     force_create = cmd.force_topic_creation if cmd.HasField("force_topic_creation") else True
     topic = await svc.topics.get_topic(ref, create=force_create)
-    check_subscribe(topic, cmd.subscription, sub_type)  # effective policies (broker.admin.admission)
+    check_subscribe(topic, cmd.subscription, sub_type)  # effective policies (.admission)
     check_subscribe_rate(topic, cnx.peer_address.rsplit(":", 1)[0], cmd.consumer_name)
     durable = cmd.durable if cmd.HasField("durable") else True
     if (

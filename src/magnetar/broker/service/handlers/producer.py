@@ -21,7 +21,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
-from magnetar.broker.admin.admission import check_producer_encryption, check_send, throttle_publish
+from magnetar.broker.service.admission import check_producer_encryption, check_send, throttle_publish
 from magnetar.broker.service.dedup import refresh_deduplication
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.producer import Producer
@@ -136,7 +136,7 @@ def handle_send(cnx: Connection, frame: Any) -> None:
     if ic is not None:
         ic.on_message_publish(producer, data)
     producer.publish(cmd.sequence_id, highest, max(1, n), is_batch, data)
-    throttle_publish(producer.topic, cnx, max(1, n), len(data))  # publish rate (broker.admin.admission)
+    throttle_publish(producer.topic, cnx, max(1, n), len(data))  # publish rate (.admission)
 
 
 async def handle_close_producer(cnx: Connection, frame: Any) -> None:

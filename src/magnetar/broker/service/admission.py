@@ -1,21 +1,30 @@
-"""Admission checks for producers and consumers under the effective policies.
+"""Admission checks: may this producer, consumer, message or read go ahead under the policies?
 
-Theory of operation: the policy enforcer (``topic_policies.PolicyEnforcer``)
-resolves each loaded topic's effective policies (topic > namespace > broker
-default) and stores the ones checked on the hot path in the topic object's
-``policy_limits`` dict, re-computing it on every policy write and
-periodically.  The broker's PRODUCER/SUBSCRIBE handling calls the functions
-here, which read only that dict -- no metadata I/O on the connection path and
-no import of the service package (the handlers import this module).  A topic
-the enforcer has not seen yet has an empty dict and is checked against the
-broker configuration only, as before.
+Theory of operation: each check reads the topic's :class:`TopicPolicies`
+(``topic.policies``, one frozen value the admin layer's policy enforcer
+resolves and replaces atomically) and the rate windows the topic and
+subscription own as typed fields (``publish_rate_window``,
+``subscribe_rate_windows``, ``dispatch_window``).  No metadata I/O happens
+here: the PRODUCER/SUBSCRIBE/SEND handlers and the dispatchers call these on
+the hot path.  A topic not resolved yet carries ``UNRESOLVED`` (no limit), so
+it is checked against the broker configuration only.
+
+Windows are one second long (Pulsar's rate limiters tick per second); a
+publish over budget pauses reading from the connection until the window
+ends, a dispatch over budget waits on the injected clock.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
+from magnetar.broker.service.policies import JsonObject
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.connection import Connection
+    from magnetar.broker.service.subscription import Subscription
+    from magnetar.broker.service.topic import PersistentTopic
 
 
 class ProducerBlockedQuotaExceededError(errors.BrokerError):
@@ -45,15 +54,12 @@ QUOTA_BLOCKING = ("producer_exception", "producer_request_hold")
 SUB_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
 
 
-def _limits(topic: Any) -> dict[str, Any]:
-    return getattr(topic, "policy_limits", None) or {}
-
-
-def check_producer(topic: Any) -> None:
-    """Raise when a new producer may not attach: terminated topic, max producers."""
-    if getattr(topic.ml, "is_terminated", False):
+def check_producer(topic: PersistentTopic) -> None:
+    """Raise when a new producer may not attach: terminated topic, backlog quota, max producers."""
+    if topic.ml.is_terminated:
         raise errors.TopicTerminatedError(f"Topic {topic.name} was already terminated")
-    quota = _limits(topic).get("backlogQuota") or {}
+    pol = topic.policies
+    quota = pol.backlog_quota or {}
     if quota.get("policy") in QUOTA_BLOCKING and quota.get("limitSize", -1) >= 0:
         if backlog_bytes(topic) > quota["limitSize"]:
             if quota["policy"] == "producer_exception":
@@ -63,41 +69,41 @@ def check_producer(topic: Any) -> None:
             raise ProducerBlockedQuotaExceededError(
                 f"Cannot create producer on topic with backlog quota exceeded: {topic.name}"
             )
-    age_quota = _limits(topic).get("backlogQuotaAge") or {}
-    if age_quota.get("policy") in QUOTA_BLOCKING and _limits(topic).get("backlogAgeExceeded"):
+    age_quota = pol.backlog_quota_age or {}
+    if age_quota.get("policy") in QUOTA_BLOCKING and topic.backlog_age_exceeded:
         message = f"Cannot create producer on topic with backlog quota exceeded (message age): {topic.name}"
         if age_quota["policy"] == "producer_exception":
             raise ProducerBlockedQuotaExceededException(message)
         raise ProducerBlockedQuotaExceededError(message)
-    limit = _limits(topic).get("maxProducers") or 0
+    limit = pol.max_producers
     if limit and len(topic.producers) >= limit:
         raise errors.ProducerBusyError(f"Topic '{topic.name}' reached max producers limit")
 
 
-def check_subscribe(topic: Any, subscription: str, sub_type: int) -> None:
+def check_subscribe(topic: PersistentTopic, subscription: str, sub_type: int) -> None:
     """Raise when a new consumer may not attach: type disabled, max consumers."""
-    limits = _limits(topic)
-    enabled = limits.get("subscriptionTypesEnabled")
+    pol = topic.policies
+    enabled = pol.subscription_types_enabled
     name = SUB_TYPE_NAMES.get(sub_type, "")
     if enabled and name not in enabled:
         raise errors.NotAllowedError(f"Subscription type {name} is not enabled on topic {topic.name}")
-    subs = getattr(topic, "subscriptions", {})
-    cursors = getattr(topic.ml, "cursors", {})
+    subs = topic.subscriptions
+    cursors = topic.ml.cursors
     is_new = subscription not in subs and subscription not in cursors
-    auto_sub = limits.get("autoSubscriptionCreation")
+    auto_sub = pol.auto_subscription_creation
     if is_new and auto_sub is not None and not auto_sub.get("allowAutoSubscriptionCreation", True):
         raise errors.SubscriptionNotFoundError(f"Subscription {subscription} does not exist")
-    max_subs = limits.get("maxSubscriptionsPerTopic") or 0
+    max_subs = pol.max_subscriptions_per_topic
     if (
         is_new
         and max_subs
         and len(set(subs) | {c for c in cursors if not c.startswith("pulsar.")}) >= max_subs
     ):
         raise errors.NotAllowedError(f"Topic {topic.name} reached max subscriptions limit")
-    max_topic = limits.get("maxConsumers") or 0
+    max_topic = pol.max_consumers
     if max_topic and sum(len(s.consumers) for s in subs.values()) >= max_topic:
         raise errors.ConsumerBusyError("Topic reached max consumers limit")
-    max_sub = limits.get("maxConsumersPerSubscription") or 0
+    max_sub = pol.max_consumers_per_subscription
     sub = subs.get(subscription)
     if max_sub and sub is not None and len(sub.consumers) >= max_sub:
         raise errors.ConsumerBusyError("Subscription reached max consumers limit")
@@ -106,20 +112,19 @@ def check_subscribe(topic: Any, subscription: str, sub_type: int) -> None:
 SUBSCRIBE_RATE_KEYS_MAX = 10_000  # bound on the per-topic table of consumer identities
 
 
-def check_subscribe_rate(topic: Any, host: str, consumer_name: str) -> None:
+def check_subscribe_rate(topic: PersistentTopic, host: str, consumer_name: str) -> None:
     """``subscribeRate``: at most ``subscribeThrottlingRatePerConsumer`` subscribes per
     ``ratePeriodInSecond`` by one consumer identity (client host + consumer name; Pulsar
     adds the consumer id, which the official clients change on every new consumer)."""
-    rate = _limits(topic).get("subscribeRate") or {}
+    rate = topic.policies.subscribe_rate or {}
     limit = rate.get("subscribeThrottlingRatePerConsumer", -1) or -1
     if limit <= 0:
         return
     period_s = max(1, int(rate.get("ratePeriodInSecond", 30) or 30))
     now_s = topic.clock.monotonic()
-    table: dict[tuple[str, str], list[float]] | None = getattr(topic, "subscribe_rate_windows", None)
-    if table is None or len(table) >= SUBSCRIBE_RATE_KEYS_MAX:
-        table = {}
-        topic.subscribe_rate_windows = table
+    table = topic.subscribe_rate_windows
+    if len(table) >= SUBSCRIBE_RATE_KEYS_MAX:
+        table.clear()
     key = (host, consumer_name)
     window = table.get(key)
     if window is None or now_s - window[0] >= period_s:
@@ -129,32 +134,51 @@ def check_subscribe_rate(topic: Any, host: str, consumer_name: str) -> None:
     window[1] += 1
 
 
-def check_producer_encryption(topic: Any, encrypted: bool) -> None:
+def check_producer_encryption(topic: PersistentTopic, encrypted: bool) -> None:
     """``encryption_required``: a producer that does not encrypt is refused (Pulsar's answer)."""
-    if _limits(topic).get("encryptionRequired") and not encrypted:
+    if topic.policies.encryption_required and not encrypted:
         raise errors.MetadataStoreError(f"Encryption is required in {topic.name}")
 
 
-def check_send(topic: Any, encrypted: bool, size_bytes: int, is_chunk: bool) -> SendRejectedError | None:
+def check_send(
+    topic: PersistentTopic, encrypted: bool, size_bytes: int, is_chunk: bool
+) -> SendRejectedError | None:
     """The per-message policies: topic ``maxMessageSize`` (not for chunks, as in Pulsar) and
     ``encryption_required`` (a producer created before it was set)."""
-    limits = _limits(topic)
-    max_size = limits.get("maxMessageSize") or 0
+    pol = topic.policies
+    max_size = pol.max_message_size
     if max_size > 0 and not is_chunk and size_bytes > max_size:
         return SendRejectedError(
             f"Message size {size_bytes} exceeds the topic's max message size {max_size} ({topic.name})"
         )
-    if limits.get("encryptionRequired") and not encrypted:
+    if pol.encryption_required and not encrypted:
         return SendRejectedError(f"Message is not encrypted, encryption is required in {topic.name}")
     return None
 
 
-def unacked_limit_on_consumer(topic: Any, default: int) -> int:
-    value = _limits(topic).get("maxUnackedMessagesOnConsumer")
-    return default if value is None else int(value)
+def unacked_limit_on_consumer(topic: PersistentTopic, default: int) -> int:
+    value = topic.policies.max_unacked_messages_on_consumer
+    return default if value is None else value
 
 
-def backlog_bytes(topic: Any) -> int:
+def unacked_limit_on_subscription(topic: PersistentTopic, default: int) -> int:
+    """Effective ``maxUnackedMessagesOnSubscription`` (topic > namespace), else ``default``."""
+    value = topic.policies.max_unacked_messages_on_subscription
+    return default if value is None else value
+
+
+def delayed_delivery_active(topic: PersistentTopic) -> bool:
+    """False when the effective ``delayedDelivery`` policy says ``active: false``."""
+    pol = topic.policies.delayed_delivery
+    return True if not pol else bool(pol.get("active", True))
+
+
+def topic_policies_of(topic: PersistentTopic) -> JsonObject | None:
+    """The topic's own policies document (TopicPolicies JSON) as the enforcer last read it."""
+    return topic.policies.topic_document
+
+
+def backlog_bytes(topic: PersistentTopic) -> int:
     """The topic's backlog size: the largest over its durable cursors (Pulsar's backlogSize)."""
     sizes = [
         c.estimated_backlog_size_bytes() for c in topic.ml.cursors.values() if getattr(c, "durable", True)
@@ -162,49 +186,8 @@ def backlog_bytes(topic: Any) -> int:
     return max(sizes, default=0)
 
 
-def topic_policies_of(topic: Any) -> dict[str, Any] | None:
-    """The topic's own policies document (TopicPolicies JSON) as the enforcer last read it."""
-    return _limits(topic).get("topicPolicies")
-
-
-class PublishRateWindow:
-    """Messages and bytes published to one topic in the current one-second window."""
-
-    __slots__ = ("bytes", "messages", "window_start_s")
-
-    def __init__(self, now_s: float) -> None:
-        self.window_start_s = now_s
-        self.messages = 0
-        self.bytes = 0
-
-
-PUBLISH_WINDOW_S = 1.0
-
-
-def throttle_publish(topic: Any, cnx: Any, n_messages: int, n_bytes: int) -> None:
-    """Publish rate limit (Pulsar's ``publishRate`` policy): count this publish in the topic's
-    one-second window; once the window's message or byte budget is spent, stop reading from
-    this connection until the window ends (Pulsar disables auto-read the same way)."""
-    rate = _limits(topic).get("publishRate") or {}
-    max_msgs = rate.get("publishThrottlingRateInMsg", -1) or -1
-    max_bytes = rate.get("publishThrottlingRateInByte", -1) or -1
-    if max_msgs <= 0 and max_bytes <= 0:
-        return
-    now_s = topic.clock.monotonic()
-    window = getattr(topic, "publish_rate_window", None)
-    if window is None or now_s - window.window_start_s >= PUBLISH_WINDOW_S:
-        window = PublishRateWindow(now_s)
-        topic.publish_rate_window = window
-    window.messages += n_messages
-    window.bytes += n_bytes
-    if (max_msgs > 0 and window.messages >= max_msgs) or (max_bytes > 0 and window.bytes >= max_bytes):
-        topic.publish_rate_limited_times = getattr(topic, "publish_rate_limited_times", 0) + 1
-        cnx.pause_reading(window.window_start_s + PUBLISH_WINDOW_S - now_s)
-
-
-class DispatchWindow:
-    """Entries and bytes dispatched in the current one-second window (per topic or per
-    subscription)."""
+class RateWindow:
+    """Messages (or entries) and bytes counted in the current one-second window."""
 
     __slots__ = ("bytes", "count", "window_start_s")
 
@@ -214,7 +197,37 @@ class DispatchWindow:
         self.bytes = 0
 
 
-def _msg_limit(rate: dict | None) -> int:
+PUBLISH_WINDOW_S = 1.0
+
+
+def current_window(window: RateWindow | None, now_s: float) -> RateWindow:
+    """``window`` while it lasts, else a fresh one starting now."""
+    if window is None or now_s - window.window_start_s >= PUBLISH_WINDOW_S:
+        return RateWindow(now_s)
+    return window
+
+
+def throttle_publish(topic: PersistentTopic, cnx: Connection, n_messages: int, n_bytes: int) -> None:
+    """Publish rate limit (Pulsar's ``publishRate`` policy): count this publish in the topic's
+    one-second window; once the window's message or byte budget is spent, stop reading from
+    this connection until the window ends (Pulsar disables auto-read the same way)."""
+    rate = topic.policies.publish_rate
+    if not rate:
+        return
+    max_msgs = rate.get("publishThrottlingRateInMsg", -1) or -1
+    max_bytes = rate.get("publishThrottlingRateInByte", -1) or -1
+    if max_msgs <= 0 and max_bytes <= 0:
+        return
+    now_s = topic.clock.monotonic()
+    window = topic.publish_rate_window = current_window(topic.publish_rate_window, now_s)
+    window.count += n_messages
+    window.bytes += n_bytes
+    if (max_msgs > 0 and window.count >= max_msgs) or (max_bytes > 0 and window.bytes >= max_bytes):
+        topic.publish_rate_limited_times += 1
+        cnx.pause_reading(window.window_start_s + PUBLISH_WINDOW_S - now_s)
+
+
+def _msg_limit(rate: JsonObject | None) -> int:
     if not rate:
         return -1
     value = rate.get("dispatchThrottlingRateInMsg", -1)
@@ -222,7 +235,7 @@ def _msg_limit(rate: dict | None) -> int:
     return -1 if value is None or value <= 0 else max(1, value // period)
 
 
-def _byte_limit(rate: dict | None) -> int:
+def _byte_limit(rate: JsonObject | None) -> int:
     if not rate:
         return -1
     value = rate.get("dispatchThrottlingRateInByte", -1)
@@ -230,30 +243,24 @@ def _byte_limit(rate: dict | None) -> int:
     return -1 if value is None or value <= 0 else max(1, value // period)
 
 
-def _average_entry_bytes(topic: Any) -> int:
+def _average_entry_bytes(topic: PersistentTopic) -> int:
     ml = topic.ml
     return max(1, ml.total_size // max(1, ml.number_of_entries))
 
 
-def _window(owner: Any, attr: str, now_s: float) -> DispatchWindow:
-    w = getattr(owner, attr, None)
-    if w is None or now_s - w.window_start_s >= PUBLISH_WINDOW_S:
-        w = DispatchWindow(now_s)
-        setattr(owner, attr, w)
-    return w
-
-
-async def dispatch_permits(subscription: Any, budget: int) -> int:
+async def dispatch_permits(subscription: Subscription, budget: int) -> int:
     """Dispatch rate limits (``dispatchRate`` per topic, ``subscriptionDispatchRate`` per
     subscription, in messages and in bytes per second): wait for the next window when this
     one is used up, then cap the read at the messages the window has left (a read may
     overshoot the byte budget once; the next window waits for it)."""
     topic = subscription.topic
-    limits = _limits(topic)
-    topic_limit = _msg_limit(limits.get("dispatchRate"))
-    sub_limit = _msg_limit(limits.get("subscriptionDispatchRate"))
-    topic_bytes = _byte_limit(limits.get("dispatchRate"))
-    sub_bytes = _byte_limit(limits.get("subscriptionDispatchRate"))
+    pol = topic.policies
+    if pol.dispatch_rate is None and pol.subscription_dispatch_rate is None:
+        return budget
+    topic_limit = _msg_limit(pol.dispatch_rate)
+    sub_limit = _msg_limit(pol.subscription_dispatch_rate)
+    topic_bytes = _byte_limit(pol.dispatch_rate)
+    sub_bytes = _byte_limit(pol.subscription_dispatch_rate)
     if topic_limit < 0 and sub_limit < 0 and topic_bytes < 0 and sub_bytes < 0:
         return budget
     clock = topic.clock
@@ -261,13 +268,13 @@ async def dispatch_permits(subscription: Any, budget: int) -> int:
         now_s = clock.monotonic()
         left = budget
         wait_until = 0.0
-        for owner, attr, limit, byte_limit in (
-            (topic, "dispatch_window", topic_limit, topic_bytes),
-            (subscription, "dispatch_window", sub_limit, sub_bytes),
-        ):
+        for is_topic, limit, byte_limit in ((True, topic_limit, topic_bytes), (False, sub_limit, sub_bytes)):
             if limit < 0 and byte_limit < 0:
                 continue
-            w = _window(owner, attr, now_s)
+            if is_topic:
+                w = topic.dispatch_window = current_window(topic.dispatch_window, now_s)
+            else:
+                w = subscription.dispatch_window = current_window(subscription.dispatch_window, now_s)
             if byte_limit > 0:
                 if w.bytes >= byte_limit:
                     wait_until = max(wait_until, w.window_start_s + PUBLISH_WINDOW_S)
@@ -287,25 +294,14 @@ async def dispatch_permits(subscription: Any, budget: int) -> int:
 DISPATCH_WAIT_ROUNDS_MAX = 100
 
 
-def count_dispatched(subscription: Any, n_entries: int, n_bytes: int = 0) -> None:
+def count_dispatched(subscription: Subscription, n_entries: int, n_bytes: int = 0) -> None:
     topic = subscription.topic
-    limits = _limits(topic)
-    if limits.get("dispatchRate") is None and limits.get("subscriptionDispatchRate") is None:
+    pol = topic.policies
+    if pol.dispatch_rate is None and pol.subscription_dispatch_rate is None:
         return
     now_s = topic.clock.monotonic()
-    for owner in (topic, subscription):
-        w = _window(owner, "dispatch_window", now_s)
+    tw = topic.dispatch_window = current_window(topic.dispatch_window, now_s)
+    sw = subscription.dispatch_window = current_window(subscription.dispatch_window, now_s)
+    for w in (tw, sw):
         w.count += n_entries
         w.bytes += n_bytes
-
-
-def delayed_delivery_active(topic: Any) -> bool:
-    """False when the effective ``delayedDelivery`` policy says ``active: false``."""
-    pol = _limits(topic).get("delayedDelivery")
-    return True if not pol else bool(pol.get("active", True))
-
-
-def unacked_limit_on_subscription(topic: Any, default: int) -> int:
-    """Effective ``maxUnackedMessagesOnSubscription`` (topic > namespace), else ``default``."""
-    value = _limits(topic).get("maxUnackedMessagesOnSubscription")
-    return default if value is None else int(value)

@@ -1,0 +1,178 @@
+"""The narrow faces of the broker's live objects: ``Topic``, ``Subscription``, ``Connection``.
+
+Theory of operation: code outside a class talks to it through one of these
+protocols, not through the concrete class and not through ``Any``.  They name
+what the rest of the broker may rely on -- handlers, the admin layer's policy
+enforcer and topic operations, stats -- and nothing else, so a second
+implementation (``NonPersistentTopic`` beside ``PersistentTopic``, a test
+fake, a future segment topic) knows exactly what it must provide.  The
+protocols carry no state: each field named here is declared by the
+implementing class (``tests/unit/broker/test_house_no_foreign_setattr.py``
+keeps anyone else from adding fields).
+
+``tests/unit/broker/test_house_protocols.py`` checks that both topic kinds,
+both subscription kinds and the connection provide every member.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from magnetar.broker.service.names import TopicRef
+from magnetar.broker.service.policies import TopicPolicies
+from magnetar.managed_ledger.api import Position
+from magnetar.runtime import Clock
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.consumer import Consumer
+    from magnetar.broker.service.producer import Producer
+
+
+@runtime_checkable
+class Connection(Protocol):
+    """What producers, consumers and dispatchers need of the client connection."""
+
+    peer_address: str
+    closed: bool
+
+    @property
+    def writable(self) -> bool: ...
+
+    def send_message(
+        self,
+        consumer_id: int,
+        pos: Position,
+        partition: int,
+        data: bytes,
+        redelivery_count: int,
+        ack_set: list[int] | None = None,
+    ) -> None: ...
+
+    def send_receipt(
+        self, producer: Producer, sequence_id: int, highest: int | None, pos: Position
+    ) -> None: ...
+
+    def publish_failed(self, producer: Producer, sequence_id: int, exc: BaseException) -> None: ...
+
+    def publish_abandoned(self) -> None: ...
+
+    def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None: ...
+
+    def broker_closed_producer(self, producer: Producer) -> None: ...
+
+    def broker_closed_consumer(self, consumer: Consumer) -> None: ...
+
+    def pause_reading(self, delay_s: float) -> None: ...
+
+    async def check_liveness(self, timeout_s: float) -> bool: ...
+
+
+@runtime_checkable
+class Subscription(Protocol):
+    """A named subscription of a topic: its consumers and its stats."""
+
+    name: str
+    durable: bool
+    sub_type: int | None
+    closed: bool
+
+    @property
+    def consumers(self) -> Sequence[Consumer]: ...
+
+    def add_consumer(self, consumer: Consumer) -> None: ...
+
+    def remove_consumer(self, consumer: Consumer) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def to_stats(self) -> dict: ...
+
+
+@runtime_checkable
+class Topic(Protocol):
+    """A loaded topic, persistent or not: producers, subscriptions, policies, lifecycle."""
+
+    ref: TopicRef
+    name: str
+    clock: Clock
+    policies: TopicPolicies
+    producers: dict[str, Producer]
+    subscriptions: Mapping[str, Any]  # name -> Subscription
+
+    @property
+    def active(self) -> bool: ...
+
+    @property
+    def has_clients(self) -> bool: ...
+
+    def check_active(self) -> None: ...
+
+    def apply_policies(self, policies: TopicPolicies) -> None: ...
+
+    def add_producer(self, producer: Producer, request_id: int) -> bool: ...
+
+    def remove_producer(self, producer: Producer) -> None: ...
+
+    def add_entry(
+        self, producer: Producer, data: bytes, n_messages: int, is_batch: bool
+    ) -> asyncio.Future[Position]: ...
+
+    async def get_or_create_subscription(
+        self, name: str, initial_position: int, durable: bool, start: Position | None
+    ) -> Any: ...  # a Subscription
+
+    async def remove_consumer(self, consumer: Consumer) -> None: ...
+
+    async def last_message_id(self) -> tuple[Position, int]: ...
+
+    def idle_since_ms(self, now_ms: int) -> int: ...
+
+    async def close(self, *, delete: bool = False) -> None: ...
+
+
+@runtime_checkable
+class LoadedTopics(Protocol):
+    """The topic registry as the admin layer sees it."""
+
+    def loaded(self) -> list[Any]: ...  # Topic
+
+    async def exists(self, ref: TopicRef) -> bool: ...
+
+    async def get_topic(self, ref: TopicRef, create: bool, explicit: bool = False) -> Any: ...  # Topic
+
+    async def unload(self, ref: TopicRef) -> bool: ...
+
+
+@runtime_checkable
+class BrokerServiceView(Protocol):
+    """What ``broker.admin`` may use of the broker service -- and nothing else.
+
+    The admin layer drives the service through this face (configuration, clock,
+    metadata, the topic registry, the schema registry and the topic-level
+    operations below), never through private members or attributes of its own.
+    """
+
+    config: Any  # BrokerConfig
+    clock: Clock
+    resources: Any  # BrokerResources
+    metadata_store: Any  # MetadataStore
+    topics: LoadedTopics
+    schemas: Any  # SchemaRegistry
+    supervisor: Any  # TaskSupervisor
+    compaction: Any  # BrokerCompaction
+
+    async def require_namespace(self, namespace: str) -> None: ...
+
+    async def partitions_of(self, ref: TopicRef) -> int | None: ...
+
+    def web_service_url(self) -> str: ...
+
+    async def list_topics(self, namespace: str, mode: str = "PERSISTENT") -> list[str]: ...
+
+    async def list_partitioned_topics(self, namespace: str) -> list[str]: ...
+
+    async def delete_topic(self, topic: str, force: bool = False) -> None: ...
+
+    async def delete_partitioned_topic(self, topic: str, force: bool = False) -> None: ...
