@@ -121,7 +121,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         if c is None or c.closed:
             self.requeue([e.entry.position for e in entries])
             return
-        c.send(entries, self.now_ms())
+        self.send_to(c, entries, self.now_ms())
 
 
 def _ring_pick(ranked: list[Consumer], topic_name: str) -> Consumer:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
 from magnetar.broker.service.consumer import Consumer
+from magnetar.broker.service.dispatch_rate import DispatchWindow
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.broker.service.dispatcher_multi import MultiConsumerDispatcher
 from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
@@ -44,6 +45,7 @@ class Subscription:
         self.durable = durable
         self.sub_type: int | None = None
         self.dispatcher: Dispatcher | None = None
+        self.dispatch_window = DispatchWindow()  # subscriptionDispatchRate (dispatch_rate)
         self.closed = False
         # Set by compacted_dispatch.enable_read_compacted: builds the read_compacted dispatcher.
         self.read_compacted_factory: Callable[[Subscription, int], Dispatcher] | None = None

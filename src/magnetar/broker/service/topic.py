@@ -40,6 +40,7 @@ from magnetar.broker import errors
 from magnetar.broker.admin.admission import check_producer
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.service.access_mode import ProducerAccess
+from magnetar.broker.service.dispatch_rate import DispatchWindow
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.rates import Rate
@@ -104,6 +105,7 @@ class PersistentTopic:
         # Set by the registry: called when the ledger turns out fenced/closed under us.
         self.on_fenced: Callable[[PersistentTopic], None] | None = None
         self.subscriptions: dict[str, Subscription] = {}
+        self.dispatch_window = DispatchWindow()  # dispatchRate, shared by the subscriptions
         self.msg_in_counter = 0
         self.rate_in = Rate()
         self.bytes_in_counter = 0
