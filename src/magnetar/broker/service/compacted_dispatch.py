@@ -52,6 +52,8 @@ from magnetar.broker.compaction.framing import decode_compacted_entry
 from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
 from magnetar.broker.service.names import parse_topic
 from magnetar.managed_ledger.api import Entry, InitialPosition, Position
+from magnetar.protocol import enums
+from magnetar.protocol.enums import SubType
 from magnetar.protocol.payload import is_batch, num_messages, peek_metadata
 
 if TYPE_CHECKING:
@@ -61,9 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SUB_EXCLUSIVE, SUB_FAILOVER = 0, 2
 MONITOR_INTERVAL_DEFAULT_S = 60
-INITIAL_POSITION_EARLIEST = 1
 STATS_TOPICS_MAX = 10_000
 EMPTY_COMPACTION_STATS = {
     "lastCompactionRemovedEventCount": 0,
@@ -337,7 +337,7 @@ def enable_read_compacted(
     svc: BrokerService, sub: Subscription, sub_type: int, start: Position | None, initial_position: int
 ) -> None:
     """SUBSCRIBE with read_compacted: make the subscription's dispatcher read the compacted view."""
-    if sub_type not in (SUB_EXCLUSIVE, SUB_FAILOVER):
+    if sub_type not in (SubType.Exclusive, SubType.Failover):
         raise errors.NotAllowedError("Read compacted is only allowed on Exclusive or Failover subscriptions")
     compaction: BrokerCompaction | None = getattr(svc, "compaction", None)
     if compaction is None:
@@ -345,7 +345,7 @@ def enable_read_compacted(
     if start is not None:
         from_earliest = start.ledger_id < 0 or start.entry_id < 0
     else:
-        from_earliest = initial_position == INITIAL_POSITION_EARLIEST
+        from_earliest = initial_position == enums.InitialPosition.Earliest
 
     def factory(subscription: Subscription, st: int) -> CompactedDispatcher:
         topic = subscription.topic

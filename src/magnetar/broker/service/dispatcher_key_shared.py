@@ -47,9 +47,9 @@ from magnetar.broker.service.key_shared_selector import (
     slot_of_metadata,
 )
 from magnetar.managed_ledger.api import Entry, Position
+from magnetar.protocol.enums import KeySharedMode
 from magnetar.protocol.payload import num_messages, peek_metadata
 
-KEY_SHARED_MODE_AUTO_SPLIT, KEY_SHARED_MODE_STICKY = 0, 1
 LOOK_AHEAD_LIMIT = 10_000
 MAX_STATS_HASHES = 100  # the stats view lists at most this many draining/parked slots
 
@@ -83,7 +83,7 @@ class KeySharedDispatcher(Dispatcher):
         if self.selector is None or not self.consumers:
             self.mode = mode
             self.allow_out_of_order = bool(getattr(meta, "allowOutOfOrderDelivery", False)) if meta else False
-            if mode == KEY_SHARED_MODE_STICKY:
+            if mode == KeySharedMode.STICKY:
                 self.selector = StickyRangeSelector()
             elif self._consistent:
                 self.selector = ConsistentHashingSelector(self._points)
@@ -95,7 +95,7 @@ class KeySharedDispatcher(Dispatcher):
             raise errors.ConsumerBusyError(
                 f"Subscription is in Key_Shared mode {_mode_name(self.mode)}, consumer asked {_mode_name(mode)}"
             )
-        if mode == KEY_SHARED_MODE_STICKY and meta is not None:
+        if mode == KeySharedMode.STICKY and meta is not None:
             consumer.key_shared_ranges = [(r.start, r.end) for r in meta.hashRanges]  # type: ignore[attr-defined]
         self.selector.add_consumer(consumer)
 
@@ -308,4 +308,4 @@ class KeySharedDispatcher(Dispatcher):
 
 
 def _mode_name(mode: int | None) -> str:
-    return "STICKY" if mode == KEY_SHARED_MODE_STICKY else "AUTO_SPLIT"
+    return "STICKY" if mode == KeySharedMode.STICKY else "AUTO_SPLIT"
