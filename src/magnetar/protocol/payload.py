@@ -151,14 +151,6 @@ def verify_checksum(buf: bytes | bytearray | memoryview) -> bool:
     return checksum is None or crc32c(view[start - 4 :]) == checksum
 
 
-def peek_metadata_verified(buf: bytes | bytearray | memoryview) -> tuple[Any, bool]:
-    """(MessageMetadata, checksum_ok) in one pass, without copying the payload: a SEND's broker path."""
-    view = memoryview(buf)
-    _bem, checksum, start, end = _locate(view)
-    meta = _parse_metadata(view[start:end])
-    return meta, checksum is None or crc32c(view[start - 4 :]) == checksum
-
-
 def peek_metadata(buf: bytes | bytearray | memoryview) -> Any:
     """Parse only the MessageMetadata (no checksum, no payload copy): the broker's hot path."""
     view = memoryview(buf)
