@@ -121,6 +121,7 @@ class DispatchRateLimiter:
         self._subscription = subscription
         self._topic = subscription.topic
         self._rates: tuple[DispatchRate, DispatchRate] = (NO_LIMIT, NO_LIMIT)
+        self.limited = False  # this round is under a limit (else nothing is counted: no cost)
         self._sent_entries = 0  # for the per-entry averages that size reads
         self._sent_messages = 0
         self._sent_bytes = 0
@@ -135,7 +136,8 @@ class DispatchRateLimiter:
     async def entry_budget(self, budget: int) -> int:
         """How many entries to read this round, at most ``budget``; waits while a window is spent."""
         self._rates = rates_of(self._topic)
-        if self._rates[0].unlimited and self._rates[1].unlimited:
+        self.limited = not (self._rates[0].unlimited and self._rates[1].unlimited)
+        if not self.limited:
             return budget
         clock = self._topic.clock
         for _ in range(WAIT_ROUNDS_MAX):
@@ -166,8 +168,8 @@ class DispatchRateLimiter:
         return 1
 
     def charge(self, entries: int, messages: int, size: int) -> None:
-        """Count what one round sent: messages and bytes in both windows."""
-        if not entries:
+        """Count what one round sent under a limit: messages and bytes in both windows."""
+        if not entries or not self.limited:
             return
         self._sent_entries += entries
         self._sent_messages += messages
@@ -176,8 +178,6 @@ class DispatchRateLimiter:
             self._sent_entries //= 2
             self._sent_messages //= 2
             self._sent_bytes //= 2
-        if self._rates[0].unlimited and self._rates[1].unlimited:
-            return
         now_s = self._topic.clock.monotonic()
         for window, rate in self._windows():
             if not rate.unlimited:

@@ -226,7 +226,8 @@ class Dispatcher:
             return True  # progress without anything to send (all delayed, replay of acked entries)
         sent = self._sent = [0, 0, 0]
         self.deliver([self._outbound(e) for e in entries])
-        self.rate.charge(sent[0], sent[1], sent[2])
+        if sent[0]:
+            self.rate.charge(sent[0], sent[1], sent[2])
         return True
 
     # ------------------------------------------------------------ hooks of the round
@@ -263,11 +264,12 @@ class Dispatcher:
     def send_to(self, consumer: Consumer, batch: list[OutboundEntry], now_ms: int) -> None:
         """Step 5: every send goes through here, so the round counts what really left."""
         consumer.send(batch, now_ms)
-        sent = self._sent
-        sent[0] += len(batch)
-        for out in batch:
-            sent[1] += out.num_messages
-            sent[2] += len(out.entry.data)
+        if self.rate.limited:  # counting costs a loop per entry: only when a limit needs it
+            sent = self._sent
+            sent[0] += len(batch)
+            for out in batch:
+                sent[1] += out.num_messages
+                sent[2] += len(out.entry.data)
 
     def _outbound(self, entry: Entry) -> OutboundEntry:
         try:
