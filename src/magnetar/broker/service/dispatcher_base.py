@@ -236,17 +236,16 @@ class Dispatcher:
 
         Redeliveries first, then new entries through the delayed-delivery filter."""
         if self._redeliver:
-            return await self.replay(self._redeliver[:budget])
+            return await self.replay(self._redeliver[:budget], prefix=True)
         return await self.read_new(budget, epoch)
 
-    async def replay(self, positions: list[Position]) -> list[Entry]:
-        """Take ``positions`` out of the redelivery set and read them again."""
-        chosen = set(positions)
-        if len(chosen) == len(self._redeliver):
-            self._redeliver.clear()
-        elif positions == self._redeliver[: len(positions)]:
+    async def replay(self, positions: list[Position], *, prefix: bool = False) -> list[Entry]:
+        """Take ``positions`` (the first ones of the redelivery set when ``prefix``) out of the
+        redelivery set and read them again."""
+        if prefix:
             del self._redeliver[: len(positions)]
         else:
+            chosen = set(positions)
             self._redeliver = [p for p in self._redeliver if p not in chosen]
         return await self.subscription.cursor.replay_entries(positions)
 
