@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-# A remove spec: True = DELETE on the same suffix, False = not removable, str = DELETE on that suffix.
-Remove = bool | str
+from magnetar.common.admin_policies import POLICIES as ADMIN_POLICIES
+from magnetar.common.admin_policies import Remove
 
 
 @dataclass(frozen=True)
@@ -42,179 +42,19 @@ class PolicySpec:
     doc: str = ""
 
 
-def _p(name: str, ns: str | None, topic: str | None, doc: str, **kw: Any) -> PolicySpec:
-    return PolicySpec(name, ns, topic, doc=doc, **kw)
-
-
 POLICIES: dict[str, PolicySpec] = {
-    s.name: s
-    for s in (
-        _p("retention", "retention", "retention", "RetentionPolicies (time in minutes, size in MB)"),
-        _p("deduplication", "deduplication", "deduplicationEnabled", "message deduplication on/off (bool)"),
-        _p(
-            "deduplication_snapshot_interval",
-            "deduplicationSnapshotInterval",
-            "deduplicationSnapshotInterval",
-            "dedup snapshot interval in seconds (int)",
-        ),
-        _p(
-            "schema_compatibility_strategy",
-            "schemaCompatibilityStrategy",
-            "schemaCompatibilityStrategy",
-            "schema compatibility strategy (enum string)",
-            ns_set="PUT",
-            topic_set="PUT",
-            ns_remove=False,
-        ),
-        _p(
-            "schema_autoupdate_strategy",
-            "schemaAutoUpdateCompatibilityStrategy",
-            None,
-            "deprecated auto-update compatibility strategy",
-            ns_set="PUT",
-            ns_remove=False,
-        ),
-        _p(
-            "is_allow_auto_update_schema",
-            "isAllowAutoUpdateSchema",
-            None,
-            "whether producers may register new schemas (bool)",
-            ns_remove=False,
-        ),
-        _p(
-            "schema_validation_enforced",
-            "schemaValidationEnforced",
-            "schemaValidationEnforced",
-            "refuse producers without a schema (bool)",
-            ns_remove=False,
-        ),
-        _p("auto_topic_creation", "autoTopicCreation", None, "AutoTopicCreationOverride"),
-        _p(
-            "auto_subscription_creation",
-            "autoSubscriptionCreation",
-            "autoSubscriptionCreation",
-            "AutoSubscriptionCreationOverride",
-        ),
-        _p(
-            "replication_clusters",
-            "replication",
-            "replication",
-            "replication clusters (list)",
-            ns_remove=False,
-        ),
-        _p(
-            "allowed_clusters",
-            "allowedClusters",
-            None,
-            "clusters the namespace may use (list)",
-            ns_remove=False,
-        ),
-        _p("persistence", "persistence", "persistence", "PersistencePolicies (ensemble/quorums)"),
-        _p("bookie_affinity_group", "persistence/bookieAffinity", None, "BookieAffinityGroupData"),
-        _p(
-            "offload_policies",
-            "offloadPolicies",
-            "offloadPolicies",
-            "OffloadPolicies",
-            ns_remove="removeOffloadPolicies",
-        ),
-        _p(
-            "offload_threshold",
-            "offloadThreshold",
-            None,
-            "offload threshold in bytes (-1 disables)",
-            ns_set="PUT",
-            ns_remove=False,
-        ),
-        _p(
-            "offload_threshold_in_seconds",
-            "offloadThresholdInSeconds",
-            None,
-            "offload threshold in seconds",
-            ns_set="PUT",
-            ns_remove=False,
-        ),
-        _p("offload_deletion_lag", "offloadDeletionLagMs", None, "offload deletion lag in ms", ns_set="PUT"),
-        _p(
-            "compaction_threshold",
-            "compactionThreshold",
-            "compactionThreshold",
-            "compaction threshold in bytes (0 disables)",
-            ns_set="PUT",
-        ),
-        _p("dispatch_rate", "dispatchRate", "dispatchRate", "DispatchRate per topic"),
-        _p(
-            "subscription_dispatch_rate",
-            "subscriptionDispatchRate",
-            "subscriptionDispatchRate",
-            "DispatchRate per subscription",
-        ),
-        _p(
-            "replicator_dispatch_rate",
-            "replicatorDispatchRate",
-            "replicatorDispatchRate",
-            "DispatchRate per replicator",
-        ),
-        _p("publish_rate", "publishRate", "publishRate", "PublishRate per topic"),
-        _p("subscribe_rate", "subscribeRate", "subscribeRate", "SubscribeRate per consumer"),
-        _p("max_producers", "maxProducersPerTopic", "maxProducers", "max producers per topic (int)"),
-        _p("max_consumers", "maxConsumersPerTopic", "maxConsumers", "max consumers per topic (int)"),
-        _p(
-            "max_consumers_per_subscription",
-            "maxConsumersPerSubscription",
-            "maxConsumersPerSubscription",
-            "max consumers per subscription (int)",
-        ),
-        _p(
-            "max_unacked_messages_per_consumer",
-            "maxUnackedMessagesPerConsumer",
-            "maxUnackedMessagesOnConsumer",
-            "max unacked messages per consumer (int)",
-        ),
-        _p(
-            "max_unacked_messages_per_subscription",
-            "maxUnackedMessagesPerSubscription",
-            "maxUnackedMessagesOnSubscription",
-            "max unacked messages per subscription (int)",
-        ),
-        _p(
-            "max_subscriptions_per_topic",
-            "maxSubscriptionsPerTopic",
-            "maxSubscriptionsPerTopic",
-            "max subscriptions per topic (int)",
-        ),
-        _p("max_topics_per_namespace", "maxTopicsPerNamespace", None, "max topics in the namespace (int)"),
-        _p("max_message_size", None, "maxMessageSize", "max message size in bytes (int)"),
-        _p(
-            "subscription_expiration_time",
-            "subscriptionExpirationTime",
-            None,
-            "inactive subscriptions expire after N minutes (int)",
-        ),
-        _p(
-            "inactive_topic_policies",
-            "inactiveTopicPolicies",
-            "inactiveTopicPolicies",
-            "InactiveTopicPolicies",
-        ),
-        _p("delayed_delivery", "delayedDelivery", "delayedDelivery", "DelayedDeliveryPolicies"),
-        _p(
-            "subscription_types_enabled",
-            "subscriptionTypesEnabled",
-            "subscriptionTypesEnabled",
-            "enabled subscription types (list)",
-        ),
-        _p("subscription_auth_mode", "subscriptionAuthMode", None, "None or Prefix", ns_remove=False),
-        _p(
-            "encryption_required",
-            "encryptionRequired",
-            None,
-            "require encrypted messages (bool)",
-            ns_remove=False,
-        ),
-        _p("anti_affinity_group", "antiAffinity", None, "anti-affinity group (string)"),
-        _p("entry_filters", "entryFilters", "entryFilters", "EntryFilters"),
+    p.client: PolicySpec(
+        p.client,
+        p.ns_suffix,
+        p.topic_suffix,
+        ns_set=p.ns_set,
+        topic_set=p.topic_set,
+        ns_remove=p.ns_remove,
+        topic_remove=p.topic_remove,
+        doc=p.doc,
     )
+    for p in ADMIN_POLICIES
+    if p.client
 }
 
 

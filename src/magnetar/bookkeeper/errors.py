@@ -28,10 +28,6 @@ class UnauthorizedError(api.BKError):
     """Wrong ledger password (master key) for the bookie."""
 
 
-class LedgerExistsError(api.BKError):
-    pass
-
-
 def is_fenced(exc: BaseException) -> bool:
     return isinstance(exc, bookie_api.LedgerFencedError | api.LedgerFencedError)
 

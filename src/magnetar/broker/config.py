@@ -115,8 +115,12 @@ class BrokerConfig:
     s3_managed_ledger_offload_credential_id: str = _k("s3ManagedLedgerOffloadCredentialId", "")
     s3_managed_ledger_offload_credential_secret: str = _k("s3ManagedLedgerOffloadCredentialSecret", "")
     file_system_uri: str = _k("fileSystemURI", "")
-    managed_ledger_offload_max_block_size_in_bytes: int = _k("managedLedgerOffloadMaxBlockSizeInBytes", 64 << 20)
-    managed_ledger_offload_read_buffer_size_in_bytes: int = _k("managedLedgerOffloadReadBufferSizeInBytes", 1 << 20)
+    managed_ledger_offload_max_block_size_in_bytes: int = _k(
+        "managedLedgerOffloadMaxBlockSizeInBytes", 64 << 20
+    )
+    managed_ledger_offload_read_buffer_size_in_bytes: int = _k(
+        "managedLedgerOffloadReadBufferSizeInBytes", 1 << 20
+    )
     managed_ledger_offload_auto_trigger_size_threshold_bytes: int = _k(
         "managedLedgerOffloadAutoTriggerSizeThresholdBytes", -1
     )

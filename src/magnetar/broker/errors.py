@@ -137,11 +137,6 @@ class ChecksumError(BrokerError):
     http_status = 400
 
 
-class MessageTooBigError(BrokerError):
-    server_error = Code.NotAllowedError
-    http_status = 413
-
-
 class TooManyRequestsError(BrokerError):
     server_error = Code.TooManyRequests
     http_status = 429
@@ -155,11 +150,6 @@ class IncompatibleSchemaError(BrokerError):
 class ConsumerAssignError(BrokerError):
     server_error = Code.ConsumerAssignError
     http_status = 409
-
-
-class UnsupportedOperationError(BrokerError):
-    server_error = Code.NotAllowedError
-    http_status = 501
 
 
 def translate(exc: BaseException) -> BrokerError:

@@ -53,11 +53,6 @@ def split_payload(payload: bytes, chunk_size: int) -> list[bytes]:
     return [payload[i : i + chunk_size] for i in range(0, len(payload), chunk_size)]
 
 
-def chunk_payload_size(max_message_size: int, metadata_size: int) -> int:
-    """Payload bytes per chunk, as the C++ client computes it."""
-    return max(1, max_message_size - metadata_size)
-
-
 @dataclass(slots=True)
 class _Pending:
     info: ChunkInfo

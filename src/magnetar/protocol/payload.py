@@ -151,14 +151,6 @@ def verify_checksum(buf: bytes | bytearray | memoryview) -> bool:
     return checksum is None or crc32c(view[start - 4 :]) == checksum
 
 
-def peek_metadata_verified(buf: bytes | bytearray | memoryview) -> tuple[Any, bool]:
-    """(MessageMetadata, checksum_ok) in one pass, without copying the payload: a SEND's broker path."""
-    view = memoryview(buf)
-    _bem, checksum, start, end = _locate(view)
-    meta = _parse_metadata(view[start:end])
-    return meta, checksum is None or crc32c(view[start - 4 :]) == checksum
-
-
 def peek_metadata(buf: bytes | bytearray | memoryview) -> Any:
     """Parse only the MessageMetadata (no checksum, no payload copy): the broker's hot path."""
     view = memoryview(buf)
@@ -222,10 +214,12 @@ def deliver_at_time(meta: Any) -> int | None:
 
 
 def sticky_key(meta: Any) -> bytes:
-    """Key_Shared key: ordering_key > partition_key (base64-decoded if flagged) > b"NONE_KEY"."""
-    if meta.HasField("ordering_key"):
-        return meta.ordering_key
-    if meta.HasField("partition_key"):
+    """Key_Shared key: ordering_key > partition_key (base64-decoded if flagged) > b"NONE_KEY".
+
+    An empty key counts as absent (what the broker's Key_Shared dispatch always did)."""
+    if meta.HasField("ordering_key") and meta.ordering_key:
+        return bytes(meta.ordering_key)
+    if meta.HasField("partition_key") and meta.partition_key:
         key = meta.partition_key
         if meta.partition_key_b64_encoded:
             try:
@@ -301,8 +295,3 @@ def new_message_metadata(
         if value is not None:
             setattr(meta, name, value)
     return meta
-
-
-def parse_message_metadata(raw: bytes | bytearray | memoryview) -> Any:
-    """Parse serialized MessageMetadata bytes (e.g. ``ParsedPayload.metadata_bytes``)."""
-    return _parse_metadata(raw)

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from magnetar.broker.admin import models as m
 from magnetar.broker.admin import policies as p
+from magnetar.common.admin_policies import BY_NAME
 from magnetar.web.deps import (
     admin,
     json_body,
@@ -348,7 +349,8 @@ def _register(spec: p.PolicySpec) -> None:
         status_code=204,
         name=f"set_ns_{name}",
     )
-    delete_path = f"{NS}/removeOffloadPolicies" if spec.name == "offloadPolicies" else path
+    remove = BY_NAME[spec.name].ns_remove  # e.g. DELETE .../removeOffloadPolicies
+    delete_path = f"{NS}/{remove}" if isinstance(remove, str) else path
     router.add_api_route(
         delete_path,
         with_signature(delete_policy, base),

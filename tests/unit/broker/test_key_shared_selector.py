@@ -12,10 +12,10 @@ from magnetar.broker.service.key_shared_selector import (
     ConsistentHashingSelector,
     SplitRangeSelector,
     StickyRangeSelector,
-    sticky_key_of,
 )
 from magnetar.common.murmur3 import NONE_KEY, pulsar_hash, sticky_key_slot
 from magnetar.proto import PulsarApi_pb2 as pb
+from magnetar.protocol.payload import sticky_key
 
 
 @dataclass(eq=False)
@@ -26,13 +26,13 @@ class C:
 
 def test_sticky_key_precedence():
     md = pb.MessageMetadata(producer_name="p", sequence_id=0, publish_time=0)
-    assert sticky_key_of(md) == NONE_KEY
+    assert sticky_key(md) == NONE_KEY
     md.partition_key = base64.b64encode(b"\x00\x01").decode()
-    assert sticky_key_of(md) == md.partition_key.encode()
+    assert sticky_key(md) == md.partition_key.encode()
     md.partition_key_b64_encoded = True
-    assert sticky_key_of(md) == b"\x00\x01"
+    assert sticky_key(md) == b"\x00\x01"
     md.ordering_key = b"ord"
-    assert sticky_key_of(md) == b"ord"
+    assert sticky_key(md) == b"ord"
 
 
 def test_consistent_hashing_points_and_ring_wrap():

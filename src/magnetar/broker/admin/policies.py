@@ -1,17 +1,16 @@
-"""The policy table: every namespace / topic policy, its REST suffixes and stored fields.
+"""The broker's policy table: every namespace / topic policy with the kind its body is parsed as.
 
-Theory of operation: Pulsar exposes ~40 policies with the same life cycle
-(GET value or 204 when unset, set, DELETE back to the default) but with
-historic naming differences between the namespace document (``Policies``,
-snake_case such as ``message_ttl_in_seconds``) and the topic document
-(``TopicPolicies``, camelCase such as ``messageTTLInSeconds``) and between
-the namespace and topic REST suffixes (``maxProducersPerTopic`` vs
-``maxProducers``).  One :class:`PolicySpec` per policy holds all of these,
-plus the body *kind* used to validate a value.  ``parse_value`` turns a raw
-request body into the stored JSON value or raises 400 (malformed) / 412
-(out-of-range scalar), as Pulsar does.  Policies Pulsar stores per cluster
-inside the namespace document (dispatch/publish/subscribe rates) are marked
-``per_cluster``: the value lives at ``field[cluster]``.
+Theory of operation: the facts of each policy -- REST suffixes and verbs at
+namespace and topic level, the fields of the stored namespace (``Policies``)
+and topic (``TopicPolicies``) documents, ``per_cluster`` storage -- are
+written once, in :mod:`magnetar.common.admin_policies`, which the admin
+client and the CLI use too.  This module adds the body *kind* used to
+validate a value (:data:`KINDS`) and builds one :class:`PolicySpec` per
+policy.  ``parse_value`` turns a raw request body into the stored JSON value
+or raises 400 (malformed) / 412 (out-of-range scalar), as Pulsar does.
+Policies Pulsar stores per cluster inside the namespace document
+(dispatch/publish/subscribe rates) are marked ``per_cluster``: the value
+lives at ``field[cluster]``.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from magnetar.broker import errors
 from magnetar.broker.admin import models as m
+from magnetar.common.admin_policies import POLICIES
 
 INT = "int"  # non-negative int32
 LONG = "long"  # any int64 (negative values mean "disabled" for offload thresholds)
@@ -56,282 +56,64 @@ class PolicySpec:
     ns_cleared: Any = None  # the stored value after DELETE / when unset
 
 
-SPECS: tuple[PolicySpec, ...] = (
+# The body kind each policy's value is validated with (the facts themselves: common.admin_policies).
+KINDS: dict[str, Any] = {
+    "retention": m.RetentionPolicies,
+    "messageTTL": INT,
+    "deduplication": BOOL,
+    "deduplicationSnapshotInterval": INT,
+    "schemaCompatibilityStrategy": m.SchemaCompatibilityStrategy,
+    "schemaAutoUpdateCompatibilityStrategy": m.SchemaAutoUpdateCompatibilityStrategy,
+    "isAllowAutoUpdateSchema": BOOL,
+    "schemaValidationEnforced": BOOL,
+    "autoTopicCreation": m.AutoTopicCreationOverride,
+    "autoSubscriptionCreation": m.AutoSubscriptionCreationOverride,
+    "replication": CLUSTERS,
+    "allowedClusters": CLUSTERS,
+    "persistence": m.PersistencePolicies,
+    "bookieAffinity": m.BookieAffinityGroupData,
+    "offloadPolicies": m.OffloadPolicies,
+    "offloadThreshold": LONG,
+    "offloadThresholdInSeconds": LONG,
+    "offloadDeletionLagMs": LONG,
+    "compactionThreshold": LONG,
+    "dispatchRate": m.DispatchRate,
+    "subscriptionDispatchRate": m.DispatchRate,
+    "replicatorDispatchRate": m.DispatchRate,
+    "publishRate": m.PublishRate,
+    "subscribeRate": m.SubscribeRate,
+    "maxProducers": INT,
+    "maxConsumers": INT,
+    "maxConsumersPerSubscription": INT,
+    "maxUnackedMessagesOnConsumer": INT,
+    "maxUnackedMessagesOnSubscription": INT,
+    "maxSubscriptionsPerTopic": INT,
+    "maxTopicsPerNamespace": INT,
+    "maxMessageSize": INT,
+    "subscriptionExpirationTime": INT,
+    "inactiveTopicPolicies": m.InactiveTopicPolicies,
+    "delayedDelivery": m.DelayedDeliveryPolicies,
+    "subscriptionTypesEnabled": SUBTYPES,
+    "subscriptionAuthMode": m.SubscriptionAuthMode,
+    "encryptionRequired": BOOL,
+    "antiAffinity": STRING,
+    "entryFilters": m.EntryFilters,
+}
+
+SPECS: tuple[PolicySpec, ...] = tuple(
     PolicySpec(
-        "retention", m.RetentionPolicies, "retention", "retention_policies", "retention", "retentionPolicies"
-    ),
-    PolicySpec(
-        "messageTTL", INT, "messageTTL", "message_ttl_in_seconds", "messageTTL", "messageTTLInSeconds"
-    ),
-    PolicySpec(
-        "deduplication",
-        BOOL,
-        "deduplication",
-        "deduplicationEnabled",
-        "deduplicationEnabled",
-        "deduplicationEnabled",
-    ),
-    PolicySpec(
-        "deduplicationSnapshotInterval",
-        INT,
-        "deduplicationSnapshotInterval",
-        "deduplicationSnapshotIntervalSeconds",
-        "deduplicationSnapshotInterval",
-        "deduplicationSnapshotIntervalSeconds",
-    ),
-    PolicySpec(
-        "schemaCompatibilityStrategy",
-        m.SchemaCompatibilityStrategy,
-        "schemaCompatibilityStrategy",
-        "schema_compatibility_strategy",
-        "schemaCompatibilityStrategy",
-        "schemaCompatibilityStrategy",
-        ns_set="PUT",
-        topic_set="PUT",
-        ns_cleared="UNDEFINED",
-    ),
-    PolicySpec(
-        "schemaAutoUpdateCompatibilityStrategy",
-        m.SchemaAutoUpdateCompatibilityStrategy,
-        "schemaAutoUpdateCompatibilityStrategy",
-        "schema_auto_update_compatibility_strategy",
-        None,
-        None,
-        ns_set="PUT",
-    ),
-    PolicySpec(
-        "isAllowAutoUpdateSchema", BOOL, "isAllowAutoUpdateSchema", "is_allow_auto_update_schema", None, None
-    ),
-    PolicySpec(
-        "schemaValidationEnforced",
-        BOOL,
-        "schemaValidationEnforced",
-        "schema_validation_enforced",
-        "schemaValidationEnforced",
-        "schemaValidationEnforced",
-        ns_cleared=False,
-    ),
-    PolicySpec(
-        "autoTopicCreation",
-        m.AutoTopicCreationOverride,
-        "autoTopicCreation",
-        "autoTopicCreationOverride",
-        None,
-        None,
-    ),
-    PolicySpec(
-        "autoSubscriptionCreation",
-        m.AutoSubscriptionCreationOverride,
-        "autoSubscriptionCreation",
-        "autoSubscriptionCreationOverride",
-        "autoSubscriptionCreation",
-        "autoSubscriptionCreationOverride",
-    ),
-    PolicySpec(
-        "replication", CLUSTERS, "replication", "replication_clusters", "replication", "replicationClusters"
-    ),
-    PolicySpec("allowedClusters", CLUSTERS, "allowedClusters", "allowed_clusters", None, None, ns_cleared=[]),
-    PolicySpec(
-        "persistence", m.PersistencePolicies, "persistence", "persistence", "persistence", "persistence"
-    ),
-    PolicySpec(
-        "bookieAffinity",
-        m.BookieAffinityGroupData,
-        "persistence/bookieAffinity",
-        "bookieAffinityGroup",
-        None,
-        None,
-    ),
-    PolicySpec(
-        "offloadPolicies",
-        m.OffloadPolicies,
-        "offloadPolicies",
-        "offload_policies",
-        "offloadPolicies",
-        "offloadPolicies",
-    ),
-    PolicySpec(
-        "offloadThreshold",
-        LONG,
-        "offloadThreshold",
-        "offload_threshold",
-        None,
-        None,
-        ns_set="PUT",
-        ns_cleared=-1,
-    ),
-    PolicySpec(
-        "offloadThresholdInSeconds",
-        LONG,
-        "offloadThresholdInSeconds",
-        "offload_threshold_in_seconds",
-        None,
-        None,
-        ns_set="PUT",
-        ns_cleared=-1,
-    ),
-    PolicySpec(
-        "offloadDeletionLagMs",
-        LONG,
-        "offloadDeletionLagMs",
-        "offload_deletion_lag_ms",
-        None,
-        None,
-        ns_set="PUT",
-    ),
-    PolicySpec(
-        "compactionThreshold",
-        LONG,
-        "compactionThreshold",
-        "compaction_threshold",
-        "compactionThreshold",
-        "compactionThreshold",
-        ns_set="PUT",
-    ),
-    PolicySpec(
-        "dispatchRate",
-        m.DispatchRate,
-        "dispatchRate",
-        "topicDispatchRate",
-        "dispatchRate",
-        "dispatchRate",
-        per_cluster=True,
-    ),
-    PolicySpec(
-        "subscriptionDispatchRate",
-        m.DispatchRate,
-        "subscriptionDispatchRate",
-        "subscriptionDispatchRate",
-        "subscriptionDispatchRate",
-        "subscriptionDispatchRate",
-        per_cluster=True,
-    ),
-    PolicySpec(
-        "replicatorDispatchRate",
-        m.DispatchRate,
-        "replicatorDispatchRate",
-        "replicatorDispatchRate",
-        "replicatorDispatchRate",
-        "replicatorDispatchRate",
-        per_cluster=True,
-    ),
-    PolicySpec(
-        "publishRate",
-        m.PublishRate,
-        "publishRate",
-        "publishMaxMessageRate",
-        "publishRate",
-        "publishRate",
-        per_cluster=True,
-    ),
-    PolicySpec(
-        "subscribeRate",
-        m.SubscribeRate,
-        "subscribeRate",
-        "clusterSubscribeRate",
-        "subscribeRate",
-        "subscribeRate",
-        per_cluster=True,
-    ),
-    PolicySpec(
-        "maxProducers",
-        INT,
-        "maxProducersPerTopic",
-        "max_producers_per_topic",
-        "maxProducers",
-        "maxProducerPerTopic",
-    ),
-    PolicySpec(
-        "maxConsumers",
-        INT,
-        "maxConsumersPerTopic",
-        "max_consumers_per_topic",
-        "maxConsumers",
-        "maxConsumerPerTopic",
-    ),
-    PolicySpec(
-        "maxConsumersPerSubscription",
-        INT,
-        "maxConsumersPerSubscription",
-        "max_consumers_per_subscription",
-        "maxConsumersPerSubscription",
-        "maxConsumersPerSubscription",
-    ),
-    PolicySpec(
-        "maxUnackedMessagesOnConsumer",
-        INT,
-        "maxUnackedMessagesPerConsumer",
-        "max_unacked_messages_per_consumer",
-        "maxUnackedMessagesOnConsumer",
-        "maxUnackedMessagesOnConsumer",
-    ),
-    PolicySpec(
-        "maxUnackedMessagesOnSubscription",
-        INT,
-        "maxUnackedMessagesPerSubscription",
-        "max_unacked_messages_per_subscription",
-        "maxUnackedMessagesOnSubscription",
-        "maxUnackedMessagesOnSubscription",
-    ),
-    PolicySpec(
-        "maxSubscriptionsPerTopic",
-        INT,
-        "maxSubscriptionsPerTopic",
-        "max_subscriptions_per_topic",
-        "maxSubscriptionsPerTopic",
-        "maxSubscriptionsPerTopic",
-    ),
-    PolicySpec("maxTopicsPerNamespace", INT, "maxTopicsPerNamespace", "max_topics_per_namespace", None, None),
-    PolicySpec("maxMessageSize", INT, None, None, "maxMessageSize", "maxMessageSize"),
-    PolicySpec(
-        "subscriptionExpirationTime",
-        INT,
-        "subscriptionExpirationTime",
-        "subscription_expiration_time_minutes",
-        None,
-        None,
-    ),
-    PolicySpec(
-        "inactiveTopicPolicies",
-        m.InactiveTopicPolicies,
-        "inactiveTopicPolicies",
-        "inactive_topic_policies",
-        "inactiveTopicPolicies",
-        "inactiveTopicPolicies",
-    ),
-    PolicySpec(
-        "delayedDelivery",
-        m.DelayedDeliveryPolicies,
-        "delayedDelivery",
-        "delayed_delivery_policies",
-        "delayedDelivery",
-        "delayedDeliveryPolicies",
-    ),
-    PolicySpec(
-        "subscriptionTypesEnabled",
-        SUBTYPES,
-        "subscriptionTypesEnabled",
-        "subscription_types_enabled",
-        "subscriptionTypesEnabled",
-        "subscriptionTypesEnabled",
-        ns_cleared=[],
-    ),
-    PolicySpec(
-        "subscriptionAuthMode",
-        m.SubscriptionAuthMode,
-        "subscriptionAuthMode",
-        "subscription_auth_mode",
-        None,
-        None,
-        ns_cleared="None",
-    ),
-    PolicySpec(
-        "encryptionRequired", BOOL, "encryptionRequired", "encryption_required", None, None, ns_cleared=False
-    ),
-    PolicySpec("antiAffinity", STRING, "antiAffinity", "antiAffinityGroup", None, None),
-    PolicySpec(
-        "entryFilters", m.EntryFilters, "entryFilters", "entryFilters", "entryFilters", "entryFilters"
-    ),
+        p.name,
+        KINDS[p.name],
+        p.ns_suffix,
+        p.ns_field,
+        p.topic_suffix,
+        p.topic_field,
+        ns_set=p.ns_set,
+        topic_set=p.topic_set,
+        per_cluster=p.per_cluster,
+        ns_cleared=p.ns_cleared,
+    )
+    for p in POLICIES
 )
 
 BY_NS_SUFFIX = {s.ns_suffix: s for s in SPECS if s.ns_suffix}

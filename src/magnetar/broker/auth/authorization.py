@@ -115,7 +115,9 @@ class AuthorizationService:
     ) -> bool:
         p = self.provider
         if p is not None:
-            return await self._each_role(role, original_role, lambda r: p.can_consume(r, str(topic), subscription))
+            return await self._each_role(
+                role, original_role, lambda r: p.can_consume(r, str(topic), subscription)
+            )
         return await self._each_role(role, original_role, lambda r: self._consume(r, topic, subscription))
 
     async def can_lookup(

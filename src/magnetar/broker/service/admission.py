@@ -23,7 +23,6 @@ from magnetar.broker.service.policies import JsonObject
 
 if TYPE_CHECKING:
     from magnetar.broker.service.connection import Connection
-    from magnetar.broker.service.subscription import Subscription
     from magnetar.broker.service.topic import PersistentTopic
 
 
@@ -225,83 +224,3 @@ def throttle_publish(topic: PersistentTopic, cnx: Connection, n_messages: int, n
     if (max_msgs > 0 and window.count >= max_msgs) or (max_bytes > 0 and window.bytes >= max_bytes):
         topic.publish_rate_limited_times += 1
         cnx.pause_reading(window.window_start_s + PUBLISH_WINDOW_S - now_s)
-
-
-def _msg_limit(rate: JsonObject | None) -> int:
-    if not rate:
-        return -1
-    value = rate.get("dispatchThrottlingRateInMsg", -1)
-    period = max(1, int(rate.get("ratePeriodInSecond", 1) or 1))
-    return -1 if value is None or value <= 0 else max(1, value // period)
-
-
-def _byte_limit(rate: JsonObject | None) -> int:
-    if not rate:
-        return -1
-    value = rate.get("dispatchThrottlingRateInByte", -1)
-    period = max(1, int(rate.get("ratePeriodInSecond", 1) or 1))
-    return -1 if value is None or value <= 0 else max(1, value // period)
-
-
-def _average_entry_bytes(topic: PersistentTopic) -> int:
-    ml = topic.ml
-    return max(1, ml.total_size // max(1, ml.number_of_entries))
-
-
-async def dispatch_permits(subscription: Subscription, budget: int) -> int:
-    """Dispatch rate limits (``dispatchRate`` per topic, ``subscriptionDispatchRate`` per
-    subscription, in messages and in bytes per second): wait for the next window when this
-    one is used up, then cap the read at the messages the window has left (a read may
-    overshoot the byte budget once; the next window waits for it)."""
-    topic = subscription.topic
-    pol = topic.policies
-    if pol.dispatch_rate is None and pol.subscription_dispatch_rate is None:
-        return budget
-    topic_limit = _msg_limit(pol.dispatch_rate)
-    sub_limit = _msg_limit(pol.subscription_dispatch_rate)
-    topic_bytes = _byte_limit(pol.dispatch_rate)
-    sub_bytes = _byte_limit(pol.subscription_dispatch_rate)
-    if topic_limit < 0 and sub_limit < 0 and topic_bytes < 0 and sub_bytes < 0:
-        return budget
-    clock = topic.clock
-    for _ in range(DISPATCH_WAIT_ROUNDS_MAX):
-        now_s = clock.monotonic()
-        left = budget
-        wait_until = 0.0
-        for is_topic, limit, byte_limit in ((True, topic_limit, topic_bytes), (False, sub_limit, sub_bytes)):
-            if limit < 0 and byte_limit < 0:
-                continue
-            if is_topic:
-                w = topic.dispatch_window = current_window(topic.dispatch_window, now_s)
-            else:
-                w = subscription.dispatch_window = current_window(subscription.dispatch_window, now_s)
-            if byte_limit > 0:
-                if w.bytes >= byte_limit:
-                    wait_until = max(wait_until, w.window_start_s + PUBLISH_WINDOW_S)
-                left = min(left, max(1, (byte_limit - w.bytes) // _average_entry_bytes(topic)))
-            if limit < 0:
-                continue
-            room = limit - w.count
-            if room <= 0:
-                wait_until = max(wait_until, w.window_start_s + PUBLISH_WINDOW_S)
-            left = min(left, room)
-        if wait_until <= 0:
-            return max(1, left)
-        await clock.sleep(max(0.0, wait_until - now_s))
-    return 1
-
-
-DISPATCH_WAIT_ROUNDS_MAX = 100
-
-
-def count_dispatched(subscription: Subscription, n_entries: int, n_bytes: int = 0) -> None:
-    topic = subscription.topic
-    pol = topic.policies
-    if pol.dispatch_rate is None and pol.subscription_dispatch_rate is None:
-        return
-    now_s = topic.clock.monotonic()
-    tw = topic.dispatch_window = current_window(topic.dispatch_window, now_s)
-    sw = subscription.dispatch_window = current_window(subscription.dispatch_window, now_s)
-    for w in (tw, sw):
-        w.count += n_entries
-        w.bytes += n_bytes

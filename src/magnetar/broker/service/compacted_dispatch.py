@@ -21,7 +21,8 @@ running broker and holds no compaction logic of its own:
   subscription whose consumer asked for ``read_compacted`` (Exclusive and
   Failover only, as Pulsar): it reads through a CompactedTopicReader -- the
   compacted ledger up to the horizon, then the live topic -- instead of the
-  cursor.  Acks still go to the cursor.  A rewind (active-consumer change,
+  cursor (it overrides only the round's read hook; rate limits, counting and
+  sending are the common round of ``dispatcher_base``).  Acks still go to the cursor.  A rewind (active-consumer change,
   redeliver-all) restarts the view at the first unacknowledged position, or at
   the very beginning of the compacted ledger when nothing was acknowledged yet
   and the consumer started from the earliest message.
@@ -50,7 +51,9 @@ from magnetar.broker.compaction import (
 from magnetar.broker.compaction.framing import decode_compacted_entry
 from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
 from magnetar.broker.service.names import parse_topic
-from magnetar.managed_ledger.api import InitialPosition, Position
+from magnetar.managed_ledger.api import Entry, InitialPosition, Position
+from magnetar.protocol import enums
+from magnetar.protocol.enums import SubType
 from magnetar.protocol.payload import is_batch, num_messages, peek_metadata
 
 if TYPE_CHECKING:
@@ -60,9 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SUB_EXCLUSIVE, SUB_FAILOVER = 0, 2
 MONITOR_INTERVAL_DEFAULT_S = 60
-INITIAL_POSITION_EARLIEST = 1
 STATS_TOPICS_MAX = 10_000
 EMPTY_COMPACTION_STATS = {
     "lastCompactionRemovedEventCount": 0,
@@ -279,19 +280,13 @@ class CompactedDispatcher(SingleActiveConsumerDispatcher):
         if positions:
             self.rewind([])
 
-    async def _dispatch_once(self) -> bool:
-        budget = self.read_budget()
-        if budget <= 0:
-            return False
-        epoch = self._epoch
-        self._redeliver.clear()  # single-active redelivery is a rewind of the view
-        entries = await self.reader.read_entries(min(budget, self._max_read_entries), self._max_read_bytes)
-        if not entries or self._closed:
-            return False
-        if epoch != self._epoch:
-            return True  # a rewind/seek happened while reading: drop what was read
-        self.deliver([self._outbound(e) for e in entries])
-        return True
+    async def read_entries(self, budget: int, epoch: int) -> list[Entry] | None:
+        """The round's read hook: the compacted view instead of the cursor (single-active
+        redelivery is a rewind of the view, so there is nothing to replay)."""
+        self._redeliver.clear()
+        return (
+            await self.reader.read_entries(min(budget, self._max_read_entries), self._max_read_bytes) or None
+        )
 
     async def last_message_id(self, last: Position, batch_index: int) -> tuple[Position, int]:
         """GET_LAST_MESSAGE_ID for this view: when the topic's last entry is at or before the
@@ -341,7 +336,7 @@ def enable_read_compacted(
     svc: BrokerService, sub: Subscription, sub_type: int, start: Position | None, initial_position: int
 ) -> None:
     """SUBSCRIBE with read_compacted: make the subscription's dispatcher read the compacted view."""
-    if sub_type not in (SUB_EXCLUSIVE, SUB_FAILOVER):
+    if sub_type not in (SubType.Exclusive, SubType.Failover):
         raise errors.NotAllowedError("Read compacted is only allowed on Exclusive or Failover subscriptions")
     compaction: BrokerCompaction | None = getattr(svc, "compaction", None)
     if compaction is None:
@@ -349,7 +344,7 @@ def enable_read_compacted(
     if start is not None:
         from_earliest = start.ledger_id < 0 or start.entry_id < 0
     else:
-        from_earliest = initial_position == INITIAL_POSITION_EARLIEST
+        from_earliest = initial_position == enums.InitialPosition.Earliest
 
     def factory(subscription: Subscription, st: int) -> CompactedDispatcher:
         topic = subscription.topic

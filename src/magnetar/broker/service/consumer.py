@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.service.rates import Rate
 from magnetar.managed_ledger.api import Entry, Position
+from magnetar.protocol.enums import SubType
 
 if TYPE_CHECKING:
     from magnetar.broker.service.connection import Connection
@@ -72,7 +73,9 @@ class Consumer:
         self.key_shared_ranges: list[tuple[int, int]] | None = None
         # Shared consumers must remember every message in flight (that is how they are
         # redelivered); single-active ones only need a bounded window for redelivery counts.
-        self.max_tracked = MAX_TRACKED_IN_FLIGHT_SINGLE if sub_type in (0, 2) else 1 << 62
+        self.max_tracked = (
+            MAX_TRACKED_IN_FLIGHT_SINGLE if sub_type in (SubType.Exclusive, SubType.Failover) else 1 << 62
+        )
         self.pending_acks: dict[Position, int] = {}
         self.unacked_messages = 0
         self.blocked = False

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.service.admission import delayed_delivery_active
 from magnetar.managed_ledger.api import Entry, Position
+from magnetar.protocol.enums import SubType
 from magnetar.protocol.payload import peek_metadata
 
 if TYPE_CHECKING:
@@ -62,8 +63,8 @@ def _int(extra: Any, key: str, default: int) -> int:
 
 
 def tracker_for(dispatcher: Dispatcher) -> DelayedDeliveryTracker | None:
-    """A tracker for Shared (1) and Key_Shared (3) dispatchers when delayed delivery is enabled."""
-    if dispatcher.sub_type not in (1, 3):
+    """A tracker for Shared and Key_Shared dispatchers when delayed delivery is enabled."""
+    if dispatcher.sub_type not in (SubType.Shared, SubType.Key_Shared):
         return None
     extra = getattr(dispatcher.subscription.topic.config, "extra", {}) or {}
     if str(extra.get("delayedDeliveryEnabled", "true")).strip().lower() in ("false", "0", "no", "off"):

@@ -1,19 +1,36 @@
-"""The dispatch loop shared by every subscription type.
+"""The dispatch round shared by every subscription type, and the hooks each type overrides.
 
 Theory of operation: one task per subscription moves entries from the cursor
 to consumers.  It sleeps on a wake-up event that is set when something could
 let it make progress: an entry was added to the topic, a consumer granted
 permits or joined, messages were acknowledged (unblocking a consumer) or a
-redelivery was requested.  Each round:
+redelivery was requested.  There is exactly one round (:meth:`_dispatch_once`),
+the same for Exclusive, Failover, Shared, Key_Shared, read_compacted and
+delayed delivery:
 
-1. replay positions waiting for redelivery (sorted; they come before new
-   entries so a rewound Exclusive consumer sees its messages in order);
-2. otherwise read new entries from the cursor's read position, as many as
-   the consumers have permits for (bounded by ``dispatcherMaxReadBatchSize``
-   entries and ``dispatcherMaxReadSizeBytes``);
-3. hand them to consumers -- which consumer is the subclass's business
-   (single active consumer, or round-robin for Shared).  Entries read but not
-   deliverable (a consumer vanished meanwhile) go back to the redelivery set.
+1. *budget* -- :meth:`read_budget` (hook): how many messages the consumers
+   can take now (0: sleep);
+2. *rate limit* -- the topic's ``dispatchRate`` and the subscription's
+   ``subscriptionDispatchRate`` (messages and bytes per second) cap the
+   read, waiting for the next period when this one is spent (see
+   :mod:`dispatch_rate`);
+3. *read* -- :meth:`read_entries` (hook): by default the positions waiting
+   for redelivery (sorted; they come before new entries so a rewound
+   Exclusive consumer sees its messages in order), else new entries from the
+   cursor's read position (bounded by ``dispatcherMaxReadBatchSize`` entries
+   and ``dispatcherMaxReadSizeBytes``), filtered by the delayed-delivery
+   tracker when the subscription has one.  Key_Shared replays only the
+   parked entries whose owner can take them; read_compacted reads the
+   compacted view;
+4. *filter* -- a round whose read started before a seek or rewind (the
+   epoch moved) delivers nothing;
+5. *select and send* -- :meth:`deliver` (hook) picks the consumers (single
+   active consumer, round-robin by priority, the owner of the key's slot)
+   and hands each its batch through :meth:`send_to`, which counts the
+   messages and bytes that really left; entries that cannot go now are put
+   back (:meth:`requeue`) without counting a redelivery;
+6. *count* -- what was sent is charged to the dispatch-rate windows, in
+   messages (a batch entry counts all of its messages) and bytes.
 
 Only this task reads the cursor, and every mutation of the redelivery set and
 of consumers' in-flight maps happens on the event loop without awaiting in
@@ -28,9 +45,9 @@ import bisect
 import logging
 from typing import TYPE_CHECKING
 
-from magnetar.broker.service.admission import count_dispatched, dispatch_permits
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.delayed_delivery import tracker_for
+from magnetar.broker.service.dispatch_rate import DispatchRateLimiter
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.payload import num_messages, peek_metadata
 
@@ -61,6 +78,8 @@ class Dispatcher:
         # Bumped by reset(): entries read before a seek must not be delivered after it.
         self._epoch = 0
         self.delayed = tracker_for(self)  # delayed delivery (Shared, Key_Shared) or None
+        self.rate = DispatchRateLimiter(subscription)  # dispatchRate, subscriptionDispatchRate
+        self._sent = [0, 0, 0]  # this round's sends (send_to): entries, messages, bytes
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -188,36 +207,68 @@ class Dispatcher:
                 self._wake.set()
 
     async def _dispatch_once(self) -> bool:
-        """One read-and-send step; False when nothing more can be done now."""
+        """One round: budget, rate limit, read, filter, select and send, count.
+
+        False when nothing more can be done now (the loop sleeps until woken)."""
         budget = self.read_budget()
         if budget <= 0:
             return False
-        budget = await dispatch_permits(self.subscription, budget)  # dispatch rate (.admission)
-        cursor = self.subscription.cursor
+        budget = await self.rate.entry_budget(budget)
         epoch = self._epoch
         if self.delayed is not None:
             await self.delayed.before_round()
-        if self._redeliver:
-            positions = self._redeliver[:budget]
-            del self._redeliver[: len(positions)]
-            entries = await cursor.replay_entries(positions)
-            if not entries:
-                return True
-        else:
-            entries = await cursor.read_entries(min(budget, self._max_read_entries), self._max_read_bytes)
-            if not entries:
-                return False
-            if self.delayed is not None and epoch == self._epoch:
-                entries = self.delayed.filter(entries)
-                if not entries:
-                    return True
-        if self._closed:
+        entries = await self.read_entries(budget, epoch)
+        if entries is None or self._closed:
             return False
         if epoch != self._epoch:
-            return True  # a seek happened while reading: drop what was read
-        count_dispatched(self.subscription, len(entries), sum(len(e.data) for e in entries))
+            return True  # a seek or rewind happened while reading: drop what was read
+        if not entries:
+            return True  # progress without anything to send (all delayed, replay of acked entries)
+        sent = self._sent = [0, 0, 0]
         self.deliver([self._outbound(e) for e in entries])
+        if sent[0]:
+            self.rate.charge(sent[0], sent[1], sent[2])
         return True
+
+    # ------------------------------------------------------------ hooks of the round
+    async def read_entries(self, budget: int, epoch: int) -> list[Entry] | None:
+        """Step 3: what to offer the consumers this round (None: nothing to do now).
+
+        Redeliveries first, then new entries through the delayed-delivery filter."""
+        if self._redeliver:
+            return await self.replay(self._redeliver[:budget], prefix=True)
+        return await self.read_new(budget, epoch)
+
+    async def replay(self, positions: list[Position], *, prefix: bool = False) -> list[Entry]:
+        """Take ``positions`` (the first ones of the redelivery set when ``prefix``) out of the
+        redelivery set and read them again."""
+        if prefix:
+            del self._redeliver[: len(positions)]
+        else:
+            chosen = set(positions)
+            self._redeliver = [p for p in self._redeliver if p not in chosen]
+        return await self.subscription.cursor.replay_entries(positions)
+
+    async def read_new(self, budget: int, epoch: int) -> list[Entry] | None:
+        """New entries from the cursor's read position, minus the ones delivery delays."""
+        entries = await self.subscription.cursor.read_entries(
+            min(budget, self._max_read_entries), self._max_read_bytes
+        )
+        if not entries:
+            return None
+        if self.delayed is not None and epoch == self._epoch:
+            entries = self.delayed.filter(entries)
+        return entries
+
+    def send_to(self, consumer: Consumer, batch: list[OutboundEntry], now_ms: int) -> None:
+        """Step 5: every send goes through here, so the round counts what really left."""
+        consumer.send(batch, now_ms)
+        if self.rate.limited:  # counting costs a loop per entry: only when a limit needs it
+            sent = self._sent
+            sent[0] += len(batch)
+            for out in batch:
+                sent[1] += out.num_messages
+                sent[2] += len(out.entry.data)
 
     def _outbound(self, entry: Entry) -> OutboundEntry:
         try:
@@ -229,10 +280,11 @@ class Dispatcher:
 
     # ------------------------------------------------------------ strategy
     def read_budget(self) -> int:
-        """How many entries may be read now (0: wait)."""
+        """Step 1: how many messages the consumers can take now (0: wait)."""
         raise NotImplementedError
 
     def deliver(self, entries: list[OutboundEntry]) -> None:
+        """Step 5: choose consumers and :meth:`send_to` them; :meth:`requeue` the rest."""
         raise NotImplementedError
 
     def now_ms(self) -> int:

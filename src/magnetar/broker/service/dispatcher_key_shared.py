@@ -47,9 +47,9 @@ from magnetar.broker.service.key_shared_selector import (
     slot_of_metadata,
 )
 from magnetar.managed_ledger.api import Entry, Position
+from magnetar.protocol.enums import KeySharedMode
 from magnetar.protocol.payload import num_messages, peek_metadata
 
-KEY_SHARED_MODE_AUTO_SPLIT, KEY_SHARED_MODE_STICKY = 0, 1
 LOOK_AHEAD_LIMIT = 10_000
 MAX_STATS_HASHES = 100  # the stats view lists at most this many draining/parked slots
 
@@ -83,7 +83,7 @@ class KeySharedDispatcher(Dispatcher):
         if self.selector is None or not self.consumers:
             self.mode = mode
             self.allow_out_of_order = bool(getattr(meta, "allowOutOfOrderDelivery", False)) if meta else False
-            if mode == KEY_SHARED_MODE_STICKY:
+            if mode == KeySharedMode.STICKY:
                 self.selector = StickyRangeSelector()
             elif self._consistent:
                 self.selector = ConsistentHashingSelector(self._points)
@@ -95,7 +95,7 @@ class KeySharedDispatcher(Dispatcher):
             raise errors.ConsumerBusyError(
                 f"Subscription is in Key_Shared mode {_mode_name(self.mode)}, consumer asked {_mode_name(mode)}"
             )
-        if mode == KEY_SHARED_MODE_STICKY and meta is not None:
+        if mode == KeySharedMode.STICKY and meta is not None:
             consumer.key_shared_ranges = [(r.start, r.end) for r in meta.hashRanges]  # type: ignore[attr-defined]
         self.selector.add_consumer(consumer)
 
@@ -177,15 +177,10 @@ class KeySharedDispatcher(Dispatcher):
             return owner, "consumer has no permits"
         return owner, None
 
-    # ------------------------------------------------------------ the round
-    async def _dispatch_once(self) -> bool:
-        budget = self.read_budget()
-        if budget <= 0:
-            return False
-        cursor = self.subscription.cursor
-        epoch = self._epoch
-        if self.delayed is not None:
-            await self.delayed.before_round()
+    # ------------------------------------------------------------ hooks of the round
+    async def read_entries(self, budget: int, epoch: int) -> list[Entry] | None:
+        """Replay the parked entries whose owner can take them now (a parked slot's later
+        entries stay behind its first); else read new ones while the look-ahead has room."""
         if self._redeliver:
             chosen: list[Position] = []
             stuck: set[int] = set()
@@ -200,24 +195,10 @@ class KeySharedDispatcher(Dispatcher):
                 else:
                     stuck.add(slot)
             if chosen:
-                chosen_set = set(chosen)
-                self._redeliver = [p for p in self._redeliver if p not in chosen_set]
-                entries = await cursor.replay_entries(chosen)
-                if self._closed or epoch != self._epoch:
-                    return not self._closed
-                self._route([self._outbound(e) for e in entries])
-                return True
+                return await self.replay(chosen)
             if len(self._redeliver) >= LOOK_AHEAD_LIMIT:
-                return False
-        entries = await cursor.read_entries(min(budget, self._max_read_entries), self._max_read_bytes)
-        if not entries or self._closed:
-            return False
-        if epoch != self._epoch:
-            return True
-        if self.delayed is not None:
-            entries = self.delayed.filter(entries)
-        self._route([self._outbound(e) for e in entries])
-        return True
+                return None
+        return await self.read_new(budget, epoch)
 
     def _outbound(self, entry: Entry) -> OutboundEntry:
         """As the base class, but the metadata is parsed once for both count and slot."""
@@ -266,7 +247,7 @@ class KeySharedDispatcher(Dispatcher):
         now = self.now_ms()
         for consumer, batch in per_consumer.items():
             consumer.permits += sum(o.num_messages for o in batch)
-            consumer.send(batch, now)
+            self.send_to(consumer, batch, now)
         if parked:
             self.requeue(parked)
 
@@ -327,4 +308,4 @@ class KeySharedDispatcher(Dispatcher):
 
 
 def _mode_name(mode: int | None) -> str:
-    return "STICKY" if mode == KEY_SHARED_MODE_STICKY else "AUTO_SPLIT"
+    return "STICKY" if mode == KeySharedMode.STICKY else "AUTO_SPLIT"

@@ -63,6 +63,6 @@ class MultiConsumerDispatcher(Dispatcher):
                 chunk.append(entries[i])
                 budget -= entries[i].num_messages
                 i += 1
-            c.send(chunk, now)
+            self.send_to(c, chunk, now)
         if i < len(entries):
             self.requeue([e.entry.position for e in entries[i:]])

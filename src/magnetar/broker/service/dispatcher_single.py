@@ -23,9 +23,9 @@ import bisect
 from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.common.murmur3 import pulsar_hash
+from magnetar.protocol.enums import SubType
 from magnetar.runtime import TimerHandle
 
-SUB_FAILOVER = 2
 RING_POINTS = 100
 
 
@@ -43,7 +43,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         old = self.active
         if new is old:
             # A newcomer still needs to learn who is active.
-            if self.sub_type == SUB_FAILOVER and new is not None:
+            if self.sub_type == SubType.Failover and new is not None:
                 for c in self.consumers:
                     if id(c) not in self._told:
                         self._tell(c, c is new)
@@ -52,11 +52,11 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         if old is not None:
             # What the old active consumer had in flight goes to the new one (a rewind) --
             # after a grace period when the old one is still there and may yet ack it.
-            if self.sub_type == SUB_FAILOVER and not old.closed and new is not None and self._delay_s > 0:
+            if self.sub_type == SubType.Failover and not old.closed and new is not None and self._delay_s > 0:
                 self._defer_switch(old)
             else:
                 self.rewind(old.take_pending())
-        if self.sub_type == SUB_FAILOVER:
+        if self.sub_type == SubType.Failover:
             for c in self.consumers:
                 self._tell(c, c is new)
 
@@ -121,7 +121,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         if c is None or c.closed:
             self.requeue([e.entry.position for e in entries])
             return
-        c.send(entries, self.now_ms())
+        self.send_to(c, entries, self.now_ms())
 
 
 def _ring_pick(ranked: list[Consumer], topic_name: str) -> Consumer:

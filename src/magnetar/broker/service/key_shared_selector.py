@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A Key_Shared subscription routes each entry by the slot of its sticky key
-(:func:`sticky_key_of` then :func:`magnetar.common.murmur3.sticky_key_slot`,
+(:func:`magnetar.protocol.payload.sticky_key` then :func:`magnetar.common.murmur3.sticky_key_slot`,
 a number in ``[1, 65535]``).  A *selector* maps slots to consumers; three
 kinds, as in Pulsar:
 
@@ -29,12 +29,12 @@ hashable objects with ``consumer_name`` (and ``key_shared_ranges`` for STICKY).
 
 from __future__ import annotations
 
-import base64
 import bisect
 from typing import Any, Protocol
 
 from magnetar.broker import errors
-from magnetar.common.murmur3 import KEY_SHARED_RANGE_SIZE, NONE_KEY, pulsar_hash, sticky_key_slot
+from magnetar.common.murmur3 import KEY_SHARED_RANGE_SIZE, pulsar_hash, sticky_key_slot
+from magnetar.protocol.payload import sticky_key
 
 __all__ = [
     "ConsistentHashingSelector",
@@ -42,30 +42,14 @@ __all__ = [
     "SplitRangeSelector",
     "StickyRangeSelector",
     "slot_of_metadata",
-    "sticky_key_of",
 ]
 
 DEFAULT_POINTS_PER_CONSUMER = 100
 MAX_SLOT = KEY_SHARED_RANGE_SIZE - 1
 
 
-def sticky_key_of(metadata: Any) -> bytes:
-    """Ordering key, else partition key (base64-decoded when flagged), else ``NONE_KEY``."""
-    if metadata.HasField("ordering_key") and metadata.ordering_key:
-        return bytes(metadata.ordering_key)
-    if metadata.HasField("partition_key") and metadata.partition_key:
-        key = metadata.partition_key
-        if metadata.HasField("partition_key_b64_encoded") and metadata.partition_key_b64_encoded:
-            try:
-                return base64.b64decode(key)
-            except (ValueError, TypeError):
-                return key.encode("utf-8")
-        return key.encode("utf-8")
-    return NONE_KEY
-
-
 def slot_of_metadata(metadata: Any) -> int:
-    return sticky_key_slot(sticky_key_of(metadata))
+    return sticky_key_slot(sticky_key(metadata))
 
 
 class Selector(Protocol):

@@ -21,20 +21,20 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
-from magnetar.broker.service.admission import RateWindow
 from magnetar.broker.service.consumer import Consumer
+from magnetar.broker.service.dispatch_rate import DispatchWindow
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.broker.service.dispatcher_multi import MultiConsumerDispatcher
 from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
 from magnetar.managed_ledger.api import ManagedCursor, Position
+from magnetar.protocol.enums import SubType
 
 if TYPE_CHECKING:
     from magnetar.broker.service.topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 
-SUB_EXCLUSIVE, SUB_SHARED, SUB_FAILOVER, SUB_KEY_SHARED = 0, 1, 2, 3
-SUB_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
+SUB_TYPE_NAMES = {t.value: t.name for t in SubType}  # Pulsar's names (stats, errors)
 
 
 class Subscription:
@@ -45,9 +45,9 @@ class Subscription:
         self.durable = durable
         self.sub_type: int | None = None
         self.dispatcher: Dispatcher | None = None
+        self.dispatch_window = DispatchWindow()  # subscriptionDispatchRate (dispatch_rate)
         self.closed = False
         # Set by compacted_dispatch.enable_read_compacted: builds the read_compacted dispatcher.
-        self.dispatch_window: RateWindow | None = None  # subscriptionDispatchRate (.admission)
         self.read_compacted_factory: Callable[[Subscription, int], Dispatcher] | None = None
 
     @property
@@ -63,7 +63,7 @@ class Subscription:
         if current:
             if st != self.sub_type:
                 raise errors.ConsumerBusyError("Subscription is of different type")
-            if st == SUB_EXCLUSIVE:
+            if st == SubType.Exclusive:
                 raise errors.ConsumerBusyError("Exclusive consumer is already connected")
         if self.dispatcher is None or (not current and st != self.sub_type):
             old = self.dispatcher
@@ -77,13 +77,13 @@ class Subscription:
         self.dispatcher.add_consumer(consumer)
 
     def _new_dispatcher(self, sub_type: int) -> Dispatcher:
-        if sub_type in (SUB_EXCLUSIVE, SUB_FAILOVER):
+        if sub_type in (SubType.Exclusive, SubType.Failover):
             if self.read_compacted_factory is not None:
                 return self.read_compacted_factory(self, sub_type)
             return SingleActiveConsumerDispatcher(self, sub_type)
-        if sub_type == SUB_SHARED:
+        if sub_type == SubType.Shared:
             return MultiConsumerDispatcher(self, sub_type)
-        if sub_type == SUB_KEY_SHARED:
+        if sub_type == SubType.Key_Shared:
             from magnetar.broker.service.dispatcher_key_shared import KeySharedDispatcher
 
             return KeySharedDispatcher(self, sub_type)
@@ -126,7 +126,7 @@ class Subscription:
             self.dispatcher.notify()
 
     async def ack_cumulative(self, consumer: Consumer, position: Position, ack_set: list[int] | None) -> None:
-        if self.sub_type in (SUB_SHARED, SUB_KEY_SHARED):
+        if self.sub_type in (SubType.Shared, SubType.Key_Shared):
             return
         now = self.topic.clock.time_ms()
         if ack_set and any(ack_set):

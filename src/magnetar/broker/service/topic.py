@@ -48,6 +48,7 @@ from magnetar.broker import errors
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.service.access_mode import ProducerAccess
 from magnetar.broker.service.admission import RateWindow, check_producer
+from magnetar.broker.service.dispatch_rate import DispatchWindow
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.policies import UNRESOLVED, TopicPolicies
 from magnetar.broker.service.producer import Producer
@@ -114,6 +115,7 @@ class PersistentTopic:
         # Set by the registry: called when the ledger turns out fenced/closed under us.
         self.on_fenced: Callable[[PersistentTopic], None] | None = None
         self.subscriptions: dict[str, Subscription] = {}
+        self.dispatch_window = DispatchWindow()  # dispatchRate, shared by the subscriptions
         self.msg_in_counter = 0
         self.rate_in = Rate()
         self.bytes_in_counter = 0
@@ -128,7 +130,6 @@ class PersistentTopic:
         self.policies: TopicPolicies = UNRESOLVED
         self.publish_rate_window: RateWindow | None = None
         self.publish_rate_limited_times = 0
-        self.dispatch_window: RateWindow | None = None
         self.subscribe_rate_windows: dict[tuple[str, str], list[float]] = {}
         self.applied_ml_config: ManagedLedgerConfig | None = None  # the last config the policies set
         self.subscription_idle_since_ms: dict[str, int] = {}  # subscriptionExpirationTime

@@ -29,9 +29,10 @@ from magnetar.broker.service.compacted_dispatch import CompactedDispatcher, enab
 from magnetar.broker.service.consumer import Consumer
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.schemas import check_consumer_schema
-from magnetar.broker.service.subscription import SUB_KEY_SHARED
+from magnetar.broker.service.subscription import SUB_TYPE_NAMES
 from magnetar.managed_ledger.api import Position
 from magnetar.protocol import server_commands as cmds
+from magnetar.protocol.enums import AckType, InitialPosition, SubType
 from magnetar.protocol.message_id import INT64_MAX, MessageId, to_signed64
 from magnetar.protocol.payload import peek_metadata
 
@@ -60,7 +61,7 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
             return
         raise errors.ConsumerBusyError(f"Consumer id {cmd.consumer_id} is already in use on this connection")
     sub_type = cmd.subType
-    type_name = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}.get(sub_type, "")
+    type_name = SUB_TYPE_NAMES.get(sub_type, "")
     if type_name not in svc.config.subscription_types_enabled:
         raise errors.NotAllowedError(f"Subscription type {type_name} is not enabled on this broker")
     ref = parse_topic(cmd.topic)
@@ -78,7 +79,7 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
             raise errors.SubscriptionNotFoundError(f"Subscription {cmd.subscription} does not exist")
     await check_consumer_schema(svc, topic, cmd)
     start = _pos(cmd.start_message_id) if cmd.HasField("start_message_id") else None
-    initial = cmd.initialPosition if cmd.HasField("initialPosition") else 0
+    initial = cmd.initialPosition if cmd.HasField("initialPosition") else InitialPosition.Latest
     sub = await topic.get_or_create_subscription(cmd.subscription, initial, durable, start)
     if cmd.HasField("read_compacted") and cmd.read_compacted:
         enable_read_compacted(svc, sub, sub_type, start, initial)
@@ -91,12 +92,12 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
         sub_type,
         topic.partition_index,
         unacked_limit_on_consumer(topic, svc.config.max_unacked_messages_per_consumer)
-        if sub_type in (1, SUB_KEY_SHARED)
+        if sub_type in (SubType.Shared, SubType.Key_Shared)
         else 0,
         {kv.key: kv.value for kv in cmd.metadata},
         svc.clock.time_ms(),
     )
-    if sub_type == SUB_KEY_SHARED:
+    if sub_type == SubType.Key_Shared:
         consumer.key_shared_meta = cmd.keySharedMeta if cmd.HasField("keySharedMeta") else None
     if cnx.closed:
         raise errors.ServiceNotReadyError("Connection closed")
@@ -148,8 +149,8 @@ async def handle_ack(cnx: Connection, frame: Any) -> None:
     ic = cnx.service.interceptor
     if ic is not None:
         positions = [(_pos(m).ledger_id, _pos(m).entry_id) for m in cmd.message_id]
-        ic.on_message_ack(consumer, positions, cmd.ack_type == 1)
-    if cmd.ack_type == 1:  # Cumulative
+        ic.on_message_ack(consumer, positions, cmd.ack_type == AckType.Cumulative)
+    if cmd.ack_type == AckType.Cumulative:
         if cmd.message_id:
             mid = cmd.message_id[-1]
             await sub.ack_cumulative(consumer, _pos(mid), list(mid.ack_set) or None)
