@@ -66,7 +66,7 @@ def test_bad_function_configs_get_clear_errors(fn_standalone, unique, tmp_path):
     def error():
         return httpx.get(url).json()["instances"][0]["status"]["error"]
 
-    from conftest import wait_for
+    from tests.functions.conftest import wait_for
 
     assert "boom at import" in wait_for(error, what="the load error in the status")
     assert httpx.get(url).json()["numRunning"] == 0
