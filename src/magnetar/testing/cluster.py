@@ -41,9 +41,21 @@ from magnetar.app.cluster_launch import (
     log_tail,
     plan_cluster,
     spawn,
-    stop_pid,
     wait_ready,
 )
+
+
+def stop_child(proc: subprocess.Popen, timeout_s: float = 20.0) -> int | None:
+    """SIGCONT (a paused child cannot act on SIGTERM), SIGTERM, then SIGKILL; the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGCONT)
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+    return proc.returncode
 
 
 class ClusterProcesses:
@@ -192,9 +204,8 @@ class ClusterProcesses:
         self.procs[name].send_signal(signal.SIGCONT)
 
     def terminate(self, name: str, timeout_s: float = 30.0) -> int | None:
-        p = self.procs[name]
-        stop_pid(p.pid, timeout_s)
-        return p.wait(10)
+        """SIGTERM (SIGKILL after ``timeout_s``); the exit status."""
+        return stop_child(self.procs[name], timeout_s)
 
     def restart(self, name: str, *, kill: bool = False, timeout_s: float | None = None) -> None:
         """Stop (SIGTERM, or ``kill -9`` with ``kill``) and start again with the same config;
@@ -222,13 +233,7 @@ class ClusterProcesses:
         order = ("proxy", "broker", "autorecovery", "bookie")
         for role in order:
             for name in [n for n in self.procs if self.specs[n].role == role]:
-                p = self.procs[name]
-                if p.poll() is None:
-                    stop_pid(p.pid)
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+                stop_child(self.procs[name], 20.0)
         if self.zookeeper is not None:
             self.zookeeper.stop()
 
@@ -242,3 +247,35 @@ class ClusterProcesses:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ProxyProcess:
+    """One ``magnetar proxy --config <file>`` subprocess (e.g. in front of a standalone)."""
+
+    def __init__(self, workdir: str | Path, properties: Mapping[str, str]) -> None:
+        from magnetar.app.cluster_launch import write_properties
+
+        workdir = Path(workdir)
+        conf = workdir / "proxy.conf"
+        props = {"servicePort": "0", "webServicePort": "0", "bindAddress": "127.0.0.1", **properties}
+        write_properties(conf, props, "test proxy")
+        cmd = [sys.executable, "-m", "magnetar.cli.main", "proxy", "--config", str(conf)]
+        self.spec = ProcessSpec("proxy", "proxy", cmd, conf, workdir / "proxy.log")
+        self.proc: subprocess.Popen | None = None
+        self.service_url = self.web_url = ""
+
+    def start(self, timeout_s: float = 60.0) -> ProxyProcess:
+        mark = log_size(self.spec.log_path)
+        self.proc = spawn(self.spec)
+        self.service_url, self.web_url = wait_ready(
+            self.spec, self.proc, since=mark, timeout_s=timeout_s
+        ).groups()
+        return self
+
+    def log(self, lines: int = 40) -> str:
+        return log_tail(self.spec.log_path, lines)
+
+    def terminate(self, timeout_s: float = 20.0) -> int | None:
+        if self.proc is None:
+            return None
+        return stop_child(self.proc, timeout_s)
