@@ -258,3 +258,20 @@ def test_broker_refuses_original_principal_from_non_proxy_role(secured):
         answer = _read_frame(s, decode_frame_body)
     assert answer.type.name == "LOOKUP_RESPONSE"
     assert answer.command.error == 3 and "proxyRoles" in answer.command.message  # AuthenticationError
+
+
+def test_refused_credential_fails_every_request_with_authentication_error(secured):
+    from magnetar.protocol import client_commands
+    from magnetar.protocol.frames import decode_frame_body
+
+    _, proxy = secured
+    host, port = proxy.service_url[len("pulsar://") :].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as s:
+        s.sendall(client_commands.connect(auth_method_name="token", auth_data=b"garbage"))
+        assert _read_frame(s, decode_frame_body).type.name == "CONNECTED"
+        s.sendall(client_commands.producer("persistent://public/default/x", 1, 7))
+        answer = _read_frame(s, decode_frame_body)
+        s.sendall(client_commands.partitioned_metadata("persistent://public/default/x", 8))
+        meta = _read_frame(s, decode_frame_body)
+    assert answer.type.name == "ERROR" and answer.command.error == 3 and answer.command.request_id == 7
+    assert meta.command.error == 3 and meta.command.request_id == 8

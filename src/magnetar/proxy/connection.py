@@ -155,6 +155,8 @@ class ProxyConnection:
                 task = asyncio.get_running_loop().create_task(self._answer(frame))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
+            elif _request_id(frame) is not None and self.rejection is not None:
+                self._fail(frame, ServerError.AuthenticationError, self.rejection)
             elif _request_id(frame) is not None:
                 self._fail(
                     frame, ServerError.NotAllowedError, f"the proxy does not serve {frame.type.name} here"
