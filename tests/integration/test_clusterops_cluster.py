@@ -31,6 +31,7 @@ pytestmark = [
     pytest.mark.skipif(broker_unavailable_reason() is not None, reason="the broker is not built yet"),
 ]
 TIMEOUT_S = 15
+KEEP_TOPIC = "persistent://public/default/cluster-kept"
 
 
 def _magnetar(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -82,6 +83,10 @@ def test_cluster_up_status_down(tmp_path):
                 assert "127.0.0.1" in text and "0.0.0.0" not in text
         round_trip(by_name["broker-0"]["urls"]["serviceUrl"])
         round_trip(by_name["proxy"]["urls"]["serviceUrl"])
+        c = client(by_name["broker-0"]["urls"]["serviceUrl"])
+        c.subscribe(KEEP_TOPIC, "keep").close()  # a subscription keeps the data (no retention policy)
+        c.create_producer(KEEP_TOPIC).send(b"kept across down and up")
+        c.close()
         status = _magnetar("cluster", "status", "--data-dir", str(data), "--json")
         assert status.returncode == 0, status.stderr
         report = json.loads(status.stdout)
@@ -102,6 +107,21 @@ def test_cluster_up_status_down(tmp_path):
     assert left == [], f"still running after down: {left}"
     after = _magnetar("cluster", "status", "--data-dir", str(data), "--json")
     assert after.returncode == 3 and not any(p["running"] for p in json.loads(after.stdout)["processes"])
+    # up again on the same data dir: same ports and bookie ids (cookies match), the data is still there
+    again = _magnetar("cluster", "up", "--brokers", "2", "--bookies", "2", "--data-dir", str(data))
+    try:
+        assert again.returncode == 0, again.stderr + again.stdout
+        state2 = json.loads((data / "cluster.json").read_text())
+        ports = {p["name"]: p.get("ports") for p in state2["processes"] if p["role"] != "zookeeper"}
+        assert all(ports[n] == p.get("ports") for n, p in by_name.items() if n in ports)
+        c = client(state2["service_url"].split(",")[0])
+        try:
+            consumer = c.subscribe(KEEP_TOPIC, "keep")
+            assert consumer.receive(timeout_millis=TIMEOUT_S * 1000).data() == b"kept across down and up"
+        finally:
+            c.close()
+    finally:
+        assert _magnetar("cluster", "down", "--data-dir", str(data)).returncode == 0
 
 
 def test_cluster_kit_faults(tmp_path, zookeeper_server):

@@ -95,6 +95,19 @@ def write_properties(path: Path, props: Mapping[str, object], header: str) -> No
     path.write_text("\n".join(lines) + "\n")
 
 
+def _previous_ports(conf: Path, keys: tuple[str, ...]) -> list[int] | None:
+    """The ports an earlier ``plan_cluster`` wrote into ``conf`` (a cluster brought up again on
+    the same data dir keeps its identities: a bookie's id is address:port), or None."""
+    from magnetar.bookie.config import parse_properties
+
+    try:
+        props = parse_properties(conf.read_text())
+    except OSError:
+        return None
+    values = [props.get(k, "") for k in keys]
+    return [int(v) for v in values] if all(v.isdigit() and int(v) > 0 for v in values) else None
+
+
 def _magnetar(*args: str) -> list[str]:
     return [sys.executable, "-m", "magnetar.cli.main", *args]
 
@@ -120,8 +133,8 @@ def plan_cluster(
     specs: list[ProcessSpec] = []
     for i in range(bookies):
         d = data_dir / f"bookie-{i}"
-        port = next(ports)
         conf = d / "bookkeeper.conf"
+        port = (_previous_ports(conf, ("bookiePort",)) or [next(ports)])[0]
         props = {
             "bookiePort": port,
             "advertisedAddress": LOOPBACK,
@@ -136,8 +149,11 @@ def plan_cluster(
     quorum = min(2, bookies)
     for i in range(brokers):
         d = data_dir / f"broker-{i}"
-        bport, wport = next(ports), next(ports)
         conf = d / "broker.conf"
+        bport, wport = _previous_ports(conf, ("brokerServicePort", "webServicePort")) or (
+            next(ports),
+            next(ports),
+        )
         props = {
             "clusterName": cluster_name,
             "metadataStoreUrl": metadata_url,
@@ -165,8 +181,8 @@ def plan_cluster(
         specs.append(ProcessSpec("autorecovery", "autorecovery", cmd, conf, d / "autorecovery.log"))
     if proxy:
         d = data_dir / "proxy"
-        pport, wport = next(ports), next(ports)
         conf = d / "proxy.conf"
+        pport, wport = _previous_ports(conf, ("servicePort", "webServicePort")) or (next(ports), next(ports))
         props = {
             "clusterName": cluster_name,
             "metadataStoreUrl": metadata_url,

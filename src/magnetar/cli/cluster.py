@@ -20,7 +20,10 @@ proxy whether the HTTP port answers), then what the metadata store says: the
 bookies under ``/ledgers/available``, the brokers registered under
 ``/loadbalance/brokers``, the leader at ``/loadbalance/leader`` and the
 bundle owners under ``/namespace`` -- whatever of those exists.
-If ``up`` fails half-way, what it started is stopped again.
+If ``up`` fails half-way, what it started is stopped again.  ``up`` again on
+the same data dir (after ``down``) restarts the same cluster: the config
+files keep their ports, so bookies keep their ids and the data is served
+again.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ def _ours(entry: dict[str, Any]) -> bool:
 def run_up(args: argparse.Namespace) -> int:
     from magnetar.app.cluster_launch import LaunchError, plan_cluster
 
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its reconnect chatter
     data_dir = Path(args.data_dir).resolve()
     state = read_state(data_dir)
     if state and any(_ours(e) for e in state["processes"]):

@@ -89,6 +89,9 @@ class ProxyConnection:
                 await self._serve_lookups()
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, RemoteProtocolError) as exc:
             log.debug("proxy connection from %s ended: %s", self.peer, exc)
+        except Exception:  # a bug here must close this connection, not the proxy
+            self.ctx.stats["connection_errors"] += 1
+            log.exception("proxy connection from %s failed", self.peer)
         finally:
             await self._close()
 
