@@ -98,6 +98,10 @@ def test_produce_consume_through_proxy(open_proxy):
     # the data went through the proxy: tunnelled bytes both ways, lookups answered by it
     assert counters["tunnels"] >= 1 and counters["lookups"] >= 1, counters
     assert counters["bytes_to_brokers"] > 300 and counters["bytes_to_clients"] > 300, counters
+    status, text = http("GET", proxy.web_url + "/metrics")
+    assert status == 200 and 'pulsar_proxy_new_connections{cluster="standalone"}' in text
+    tunnelled = next(line for line in text.splitlines() if line.startswith("pulsar_proxy_binary_bytes{"))
+    assert float(tunnelled.rsplit(" ", 1)[1]) > 600
 
 
 def test_partitioned_topic_and_admin_through_proxy(open_proxy):

@@ -177,6 +177,7 @@ class ProxyConnection:
                     self.ctx.stats["lookups"] += 1
                     await self._lookup(frame)
                 else:
+                    self.ctx.stats["relayed"] += 1
                     link = await self._link(None)
                     response = await link.request(frame)
                     self.writer.write(with_request_id(response, frame.command.request_id))

@@ -164,6 +164,7 @@ class ProxyServer:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.ctx.stats["connections"] += 1
+        self.ctx.stats["active_connections"] += 1
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
@@ -171,6 +172,7 @@ class ProxyServer:
             await ProxyConnection(self.ctx, reader, writer).run()
         finally:
             self._connections.discard(task)
+            self.ctx.stats["active_connections"] -= 1
 
     def request_stop(self) -> None:
         self._stopped.set()

@@ -12,7 +12,8 @@ authorizes the caller itself.  With ``authenticationEnabled`` the proxy
 first checks the credential too (401 before anything is forwarded).  A
 broker that cannot be reached is tried once more on the next broker, then
 the answer is 503 with the reason.  ``/status.html`` answers ``OK`` (Pulsar's
-liveness page) and ``/proxy-stats`` the proxy's counters.
+liveness page), ``/proxy-stats`` the proxy's counters as JSON and
+``/metrics`` Pulsar's ``pulsar_proxy_*`` metrics.
 """
 
 from __future__ import annotations
@@ -88,12 +89,38 @@ def create_proxy_app(ctx: ProxyContext, client: httpx.AsyncClient) -> Starlette:
     async def stats(_request: Request) -> Response:
         return JSONResponse(dict(ctx.stats))
 
+    async def metrics(_request: Request) -> Response:
+        return PlainTextResponse(proxy_metrics_text(ctx), media_type="text/plain; version=0.0.4")
+
     app = Starlette(
         routes=[
             Route("/status.html", status, methods=["GET", "HEAD"]),
             Route("/proxy-stats", stats, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
             Route("/admin/{path:path}", forward, methods=METHODS),
             Route("/lookup/{path:path}", forward, methods=METHODS),
         ],
     )
     return app
+
+
+def proxy_metrics_text(ctx: ProxyContext) -> str:
+    """Pulsar's proxy metrics in the Prometheus text format (names from Pulsar's proxy)."""
+    st = ctx.stats
+    cluster = ctx.config.cluster_name or "standalone"
+    rows = [
+        ("pulsar_proxy_active_connections", "gauge", "connections open now", st["active_connections"]),
+        ("pulsar_proxy_new_connections", "counter", "connections accepted", st["connections"]),
+        ("pulsar_proxy_rejected_connections", "counter", "connections refused (limit)", st["connections_refused"]),
+        ("pulsar_proxy_binary_ops", "counter", "lookup-connection requests answered", st["lookups"] + st["relayed"]),
+        ("pulsar_proxy_binary_bytes", "counter", "bytes copied through tunnels",
+         st["bytes_to_brokers"] + st["bytes_to_clients"]),
+    ]  # fmt: skip
+    out = []
+    for name, kind, help_text, value in rows:
+        out += [
+            f"# HELP {name} {help_text}",
+            f"# TYPE {name} {kind}",
+            f'{name}{{cluster="{cluster}"}} {value}',
+        ]
+    return "\n".join(out) + "\n"
