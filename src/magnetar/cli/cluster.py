@@ -296,22 +296,27 @@ async def read_cluster_metadata(url: str, timeout_s: float = 10.0) -> dict[str, 
         timeout_s + 1,
     )
     try:
-        out: dict[str, Any] = {
-            "bookies": await store.children("/ledgers/available"),
-            "readonly_bookies": await store.children("/ledgers/available/readonly"),
-        }
-        out["bookies"] = [b for b in out["bookies"] if b != "readonly"]
-        brokers = {}
-        for b in await store.children("/loadbalance/brokers"):
-            got = await store.get(f"/loadbalance/brokers/{b}")
-            brokers[b] = _json_or_text(got.value if got else b"")
-        out["brokers"] = brokers
-        leader = await store.get("/loadbalance/leader")
-        out["leader"] = _json_or_text(leader.value) if leader else None
-        out["bundles"] = await _bundle_owners(store)
-        return out
+        return await collect_cluster_metadata(store)
     finally:
         await store.aclose()
+
+
+async def collect_cluster_metadata(store: Any) -> dict[str, Any]:
+    """Bookies, registered brokers, the leader and the bundle owners, read from an open store."""
+    out: dict[str, Any] = {
+        "bookies": await store.children("/ledgers/available"),
+        "readonly_bookies": await store.children("/ledgers/available/readonly"),
+    }
+    out["bookies"] = [b for b in out["bookies"] if b != "readonly"]
+    brokers = {}
+    for b in await store.children("/loadbalance/brokers"):
+        got = await store.get(f"/loadbalance/brokers/{b}")
+        brokers[b] = _json_or_text(got.value if got else b"")
+    out["brokers"] = brokers
+    leader = await store.get("/loadbalance/leader")
+    out["leader"] = _json_or_text(leader.value) if leader else None
+    out["bundles"] = await _bundle_owners(store)
+    return out
 
 
 async def _bundle_owners(store: Any) -> dict[str, Any]:
@@ -323,7 +328,7 @@ async def _bundle_owners(store: Any) -> dict[str, Any]:
         kids = await store.children(path)
         if not kids and path != "/namespace":
             got = await store.get(path)
-            if got is not None:
+            if got is not None and got.value:  # an empty tenant/namespace node is no bundle
                 owners[path.removeprefix("/namespace/")] = _json_or_text(got.value)
         stack.extend(f"{path}/{k}" for k in reversed(kids))
     return owners
@@ -338,7 +343,7 @@ def _json_or_text(raw: bytes) -> Any:
 
 def _owner_of(value: Any) -> str:
     if isinstance(value, dict):
-        return str(value.get("nativeUrl") or value.get("brokerUrl") or value.get("httpUrl") or value)
+        return str(value.get("nativeUrl") or value.get("serviceUrl") or value.get("httpUrl") or value)
     return str(value)
 
 
