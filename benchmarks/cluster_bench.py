@@ -13,8 +13,8 @@ pass/fail:
 * lookup latency: binary LOOKUP round trips (one connection, one at a time)
   against a broker and against the proxy, p50 / p99;
 * time and memory to load ``--load-topics`` topics (default 10,000) on one
-  broker: PRODUCER commands pipelined on one raw connection (a window of
-  ``--window``); seconds, topics/s, and the broker's RSS before and after;
+  broker: PRODUCER commands pipelined over ``--connections`` raw connections
+  (``--window`` in flight); seconds, topics/s, and the broker's RSS before and after;
 * failover: two brokers with ``metadataStoreSessionTimeoutMillis``
   (``--session-timeout-ms``, printed); a producer on a topic, the topic's
   owner killed with ``kill -9``, time from the kill to the first
@@ -147,9 +147,12 @@ async def lookup_latency(url: str, n: int) -> dict[str, float]:
     return {"p50_ms": statistics.median(samples), "p99_ms": samples[int(len(samples) * 0.99) - 1]}
 
 
-async def load_topics(url: str, n: int, window: int) -> float:
-    raw = RawConnection()
-    await raw.open(url)
+async def load_topics(url: str, n: int, window: int, connections: int) -> float:
+    """PRODUCER for ``n`` new topics, pipelined (``window`` in flight) over ``connections``
+    connections (a broker handles one connection's commands in order)."""
+    raws = [RawConnection() for _ in range(connections)]
+    for raw in raws:
+        await raw.open(url)
     sem = asyncio.Semaphore(window)
     failures = 0
 
@@ -157,6 +160,7 @@ async def load_topics(url: str, n: int, window: int) -> float:
         nonlocal failures
         async with sem:
             topic = f"persistent://public/default/load-{i}"
+            raw = raws[i % connections]
             ev = await raw.request(CommandType.PRODUCER, lambda rid: client_commands.producer(topic, i, rid))
             failures += ev.is_error
 
@@ -164,7 +168,8 @@ async def load_topics(url: str, n: int, window: int) -> float:
     try:
         await asyncio.gather(*(one(i) for i in range(n)))
     finally:
-        await raw.close()
+        for raw in raws:
+            await raw.close()
     if failures:
         print(f"    ({failures} PRODUCER requests failed)")
     return time.perf_counter() - t0
@@ -226,6 +231,7 @@ def main() -> None:
     ap.add_argument("--lookups", type=int, default=500)
     ap.add_argument("--load-topics", type=int, default=10_000)
     ap.add_argument("--window", type=int, default=200)
+    ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--session-timeout-ms", type=int, default=1000)
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--skip-failover", action="store_true")
@@ -250,7 +256,11 @@ def main() -> None:
                     if not args.skip_load:
                         pid = cluster.pid("broker-0")
                         before = _rss_mb(pid)
-                        took = asyncio.run(load_topics(cluster.broker_url(0), args.load_topics, args.window))
+                        took = asyncio.run(
+                            load_topics(
+                                cluster.broker_url(0), args.load_topics, args.window, args.connections
+                            )
+                        )
                         after = _rss_mb(pid)
                         print(f"  load {args.load_topics:,} topics on one broker: {took:.1f} s "
                               f"({args.load_topics / took:,.0f} topics/s); broker RSS {before:.0f} MB -> "
