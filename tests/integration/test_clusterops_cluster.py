@@ -149,3 +149,52 @@ def test_cluster_kit_faults(tmp_path, zookeeper_server):
         pids = [cluster.pid(n) for n in cluster.procs]
     assert not any(pid_alive(p) for p in pids)
     assert os.path.isdir(tmp_path / "kit" / "broker-0")
+
+
+def test_proxy_client_survives_broker_kill(tmp_path, zookeeper_server):
+    """Through the proxy, a producer whose broker is killed with kill -9 gets acknowledgements
+    again from another broker (the proxy's lookup link to the dead broker fails over too)."""
+    import threading
+    import time
+
+    with ClusterProcesses(
+        tmp_path / "px", brokers=2, bookies=2, zookeeper_url=zookeeper_server.url, proxy=True
+    ) as cluster:
+        c = client(cluster.proxy_url)
+        try:
+            topic = f"persistent://public/default/pxkill-{uuid.uuid4().hex[:8]}"
+            producer = c.create_producer(topic, batching_enabled=False, send_timeout_millis=30_000)
+            producer.send(b"before")
+            victim = next(
+                n
+                for n in cluster.names("broker")
+                if cluster.web_url(int(n[-1])) and _serves(cluster, n, topic)
+            )
+            acked = threading.Event()
+
+            def on_sent(res, _mid) -> None:  # type: ignore[no-untyped-def]
+                if res == pulsar.Result.Ok:
+                    acked.set()
+
+            cluster.kill(victim)
+            deadline = time.monotonic() + 45
+            while not acked.is_set() and time.monotonic() < deadline:
+                producer.send_async(b"after", on_sent)
+                acked.wait(0.2)
+            assert acked.is_set(), f"no acknowledged send through the proxy after kill -9 {victim}"
+            producer.close()
+        finally:
+            c.close()
+
+
+def _serves(cluster: ClusterProcesses, name: str, topic: str) -> bool:
+    """Whether broker ``name`` has the topic loaded (its topic stats answer 200)."""
+    import urllib.error
+    import urllib.request
+
+    path = "/admin/v2/" + topic.replace("://", "/") + "/stats"
+    try:
+        with urllib.request.urlopen(cluster.web_url(int(name[-1])) + path, timeout=10) as r:
+            return r.status == 200
+    except urllib.error.HTTPError:
+        return False

@@ -183,10 +183,14 @@ def plan_cluster(
         d = data_dir / "proxy"
         conf = d / "proxy.conf"
         pport, wport = _previous_ports(conf, ("servicePort", "webServicePort")) or (next(ports), next(ports))
+        brokers_ = [sp for sp in specs if sp.role == "broker"]
         props = {
             "clusterName": cluster_name,
             "metadataStoreUrl": metadata_url,
             "configurationMetadataStoreUrl": metadata_url,
+            # registered brokers (/loadbalance/brokers) come first; this list is the fallback
+            "brokerServiceURL": "pulsar://" + ",".join(f"{LOOPBACK}:{sp.ports['broker']}" for sp in brokers_),
+            "brokerWebServiceURL": "http://" + ",".join(f"{LOOPBACK}:{sp.ports['web']}" for sp in brokers_),
             "servicePort": pport,
             "webServicePort": wport,
             "bindAddress": LOOPBACK,

@@ -4,10 +4,11 @@ Theory of operation: with a metadata store, the live brokers are the
 ephemeral registrations under ``/loadbalance/brokers`` (each a JSON document
 with the broker's advertised URLs: ``pulsarServiceUrl`` / ``webServiceUrl`` in
 Pulsar's load-report vocabulary; ``brokerServiceUrl`` / ``nativeUrl`` /
-``httpUrl`` are accepted too).  While none is registered (a cluster whose
-brokers predate registration) the cluster record
-``/admin/clusters/{clusterName}`` names one.  Without a store, the configured
-``brokerServiceURL`` / ``brokerWebServiceURL`` are the list.  The list is
+``httpUrl`` are accepted too).  While none is registered (brokers that predate
+registration, or all of them down) the configured ``brokerServiceURL`` /
+``brokerWebServiceURL`` list is used, and without one the cluster record
+``/admin/clusters/{clusterName}`` (which names one broker).  Without a store,
+the configured list is all there is.  The list is
 re-read at most every ``refresh_s`` seconds, on use; :meth:`next_broker`
 hands brokers out round-robin.  :meth:`is_known` answers "may a client be
 tunnelled to this URL?": a broker of the list, or one a lookup through this
@@ -99,6 +100,9 @@ class BrokerDiscovery:
         if found:
             self.source = "registered brokers"
             return sorted(found, key=lambda b: b.service_url)
+        if self.config.broker_service_urls:
+            self.source = "brokerServiceURL"
+            return self._static()
         if self.config.cluster_name:
             got = await self.store.get(f"/admin/clusters/{self.config.cluster_name}")
             if got is not None:

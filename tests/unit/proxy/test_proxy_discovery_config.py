@@ -92,3 +92,21 @@ async def test_static_discovery_and_allowed_ports():
     assert await d.is_known("other:6651") and not await d.is_known("other:6650")
     with pytest.raises(NoBrokerAvailable):
         await d.next_web_url()
+
+
+async def test_configured_list_is_the_fallback_while_none_registered():
+    store = await _store()
+    cfg = ProxyConfig.from_properties(
+        {"metadataStoreUrl": "memory:", "clusterName": "east", "brokerServiceURL": "pulsar://s1:6650,s2:6650",
+         "brokerWebServiceURL": "http://s1:8080,s2:8080"}
+    )  # fmt: skip
+    d = BrokerDiscovery(cfg, store, refresh_s=0)
+    await store.put("/admin/clusters/east", json.dumps({"brokerServiceUrl": "pulsar://s2:6650"}).encode())
+    assert [(b.service_url, b.web_url) for b in await d.brokers()] == [
+        ("pulsar://s1:6650", "http://s1:8080"),
+        ("pulsar://s2:6650", "http://s2:8080"),
+    ]
+    doc = {"pulsarServiceUrl": "pulsar://r1:6650", "webServiceUrl": "http://r1:8080"}
+    await store.put("/loadbalance/brokers/r1:8080", json.dumps(doc).encode(), ephemeral=True)
+    assert [b.service_url for b in await d.brokers()] == ["pulsar://r1:6650"]
+    await store.aclose()
