@@ -92,6 +92,7 @@ def test_cluster_up_status_down(tmp_path):
         report = json.loads(status.stdout)
         assert all(p["running"] for p in report["processes"]), report
         assert all(p.get("healthy", True) for p in report["processes"]), report
+        assert sum("healthy" in p for p in report["processes"]) == 5, report  # 2 bookies, 2 brokers, proxy
         assert len(report["metadata"]["bookies"]) == 2, report["metadata"]
         if report["metadata"]["brokers"]:  # registration (the ownership work) is in this build
             assert len(report["metadata"]["brokers"]) == 2, report["metadata"]

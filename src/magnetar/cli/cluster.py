@@ -255,6 +255,10 @@ def run_status(args: argparse.Namespace) -> int:
         report["metadata"] = {"error": "the cluster's ZooKeeper is not running"}
     else:
         report["metadata"] = _metadata_or_error(state["metadata_url"])
+    registered = set(report["metadata"].get("bookies", ()))
+    for row, e in zip(report["processes"], state["processes"], strict=True):
+        if row["running"] and e["role"] == "bookie" and "error" not in report["metadata"]:
+            row["healthy"] = e["urls"].get("bookieId") in registered  # writable and registered
     if args.json:
         print(json.dumps(report, indent=2))
     else:
