@@ -9,6 +9,7 @@ at start-up, into a frozen config object:
     SchemaRegistryConfig    broker.schema.policies (schema* keys)
     BookieConfig            bookie.config          (BookKeeper's bk_server.conf keys)
     ClientConfig            bookkeeper.config      (bookkeeperClient*, auto-recovery keys)
+    ProxyConfig             proxy.config           (proxy.conf: PROXY_KEYS below)
 
 A handful of settings are read straight from the broker's settings map by the
 service that uses them (``BROKER_SERVICE_KEYS``; they stay in
@@ -63,6 +64,46 @@ ASSEMBLY_KEYS = frozenset(
         "retentionCheckIntervalInSeconds",
         "functionsWorkerEnabled",
         "functionRuntime",
+    }
+)
+
+# Pulsar's proxy.conf keys ``magnetar proxy`` reads (magnetar.proxy.config types them; the
+# security keys are the broker's, typed by broker.auth.AuthConfig).
+PROXY_KEYS = frozenset(
+    {
+        "clusterName",
+        "metadataStoreUrl",
+        "configurationMetadataStoreUrl",
+        "zookeeperServers",
+        "metadataStoreSessionTimeoutMillis",
+        "brokerServiceURL",
+        "brokerWebServiceURL",
+        "bindAddress",
+        "advertisedAddress",
+        "servicePort",
+        "webServicePort",
+        "maxConcurrentInboundConnections",
+        "maxConcurrentLookupRequests",
+        "brokerProxyAllowedTargetPorts",
+        "brokerClientConnectTimeoutMs",
+        "maxMessageSize",
+        "forwardAuthorizationCredentials",
+        "brokerClientAuthenticationPlugin",
+        "brokerClientAuthenticationParameters",
+        "authenticationEnabled",
+        "authenticationProviders",
+        "authenticationRefreshCheckSeconds",
+        "authorizationEnabled",
+        "superUserRoles",
+        "proxyRoles",
+        "anonymousUserRole",
+        "tokenSecretKey",
+        "tokenPublicKey",
+        "tokenPublicAlg",
+        "tokenAuthClaim",
+        "tokenAudienceClaim",
+        "tokenAudience",
+        "basicAuthConf",
     }
 )
 

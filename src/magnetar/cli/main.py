@@ -1,7 +1,8 @@
 """The ``magnetar`` command.
 
 Theory of operation: one argparse tree whose subcommands (standalone, broker,
-bookie, autorecovery, admin, client, perf, tokens) live in their own modules and are
+bookie, autorecovery, proxy, cluster, initialize-cluster-metadata, admin, client,
+perf, tokens) live in their own modules and are
 imported only when chosen, so ``magnetar --help`` stays fast and a missing
 optional piece never breaks the others.  Each subcommand module exposes
 ``add_parser(subparsers)`` and the parser's ``func`` runs it.
@@ -24,6 +25,9 @@ SUBCOMMANDS = {
     "perf": "magnetar.cli.perf",
     "tokens": "magnetar.cli.tokens",
     "functions": "magnetar.cli.functions",
+    "initialize-cluster-metadata": "magnetar.cli.cluster_metadata",
+    "cluster": "magnetar.cli.cluster",
+    "proxy": "magnetar.cli.proxy",
 }
 
 

@@ -17,8 +17,17 @@ this module asks it at the right moments of a connection's life:
   refresh) or to drop the connection; AUTH_RESPONSE carries the new credential.
 
 With authentication and authorization disabled (the default) every check
-passes at once and nothing is sent.  Proxies (``original_principal``) are not
-wired yet: the connection's own role is checked.
+passes at once and nothing is sent.
+
+Proxies: a CONNECT from ``magnetar proxy`` (or Pulsar's) carries the client's
+role in ``original_principal``.  It is honoured only when the connection's own
+authenticated role is one of ``proxyRoles``; then every authorization check
+is made for both roles (``AuthorizationService`` semantics: the original role
+must be allowed, and the proxy's too unless it is a super-user).  With
+``authenticateOriginalAuthData`` the original credential
+(``original_auth_method``/``original_auth_data``) is authenticated and its role
+used instead of trusting the name.  A non-proxy role that sends an
+``original_principal`` is refused like a failed authentication.
 """
 
 from __future__ import annotations
@@ -47,6 +56,8 @@ class ConnectionSecurity:
     def __init__(self, cnx: Connection) -> None:
         self.cnx = cnx
         self.session: AuthSession | None = None
+        self.original_principal: str | None = None
+        self._original_rejection: BrokerError | None = None
 
     @property
     def _authz(self) -> AuthorizationService:
@@ -69,10 +80,35 @@ class ConnectionSecurity:
             await self.session.connect(event.auth_method_name, event.auth_data or b"")
         except AuthenticationError as exc:
             log.info("authentication failed for %s: %s", self.cnx.peer_address, exc.message)
+            return
+        if event.original_principal is not None and svc.authentication.enabled:
+            await self._on_original_principal(event)
+
+    async def _on_original_principal(self, event: ConnectRequested) -> None:
+        """A proxy speaks for a client: accept its role only from a proxy role."""
+        if not self._authz.is_proxy_role(self.role):
+            self._original_rejection = AuthenticationError(
+                f"role {self.role!r} sent an original principal but is not one of proxyRoles"
+            )
+            log.info("refusing %s: %s", self.cnx.peer_address, self._original_rejection.message)
+            return
+        original = event.original_principal
+        if self.cnx.service.auth_config.authenticate_original_auth_data:
+            try:
+                result = await self.cnx.service.authentication.authenticate(
+                    event.original_auth_method, (event.original_auth_data or "").encode()
+                )
+            except AuthenticationError as exc:
+                self._original_rejection = exc
+                return
+            original = result.role
+        self.original_principal = original
 
     @property
     def rejected(self) -> BrokerError | None:
         """The CONNECT refusal every request is answered with (None when authenticated)."""
+        if self._original_rejection is not None:
+            return self._original_rejection
         if self.session is None or self.session.is_authenticated:
             return None
         return self.session.rejection or AuthenticationError("Authentication failed")
@@ -87,12 +123,13 @@ class ConnectionSecurity:
             # A namespace that does not exist is TopicNotFound for everyone, as in Pulsar: never
             # an AuthorizationError for a role that could not have been granted anything there.
             await self.cnx.service.require_namespace(parse_topic(cmd.topic).namespace)
+        original = self.original_principal
         if t in (T.LOOKUP, T.PARTITIONED_METADATA):
-            await self._authz.check_lookup(self.role, cmd.topic)
+            await self._authz.check_lookup(self.role, cmd.topic, original)
         elif t == T.PRODUCER:
-            await self._authz.check_produce(self.role, cmd.topic)
+            await self._authz.check_produce(self.role, cmd.topic, original)
         elif t == T.SUBSCRIBE:
-            await self._authz.check_consume(self.role, cmd.topic, cmd.subscription)
+            await self._authz.check_consume(self.role, cmd.topic, cmd.subscription, original)
 
     def refresh_tick(self) -> bool:
         """Periodic check; False means: drop the connection (credentials expired)."""

@@ -1,0 +1,279 @@
+"""Cluster figures: real processes (ZooKeeper, bookies, brokers, proxy) on this machine.
+
+Theory of operation: every cluster is built by :class:`~magnetar.testing.cluster.ClusterProcesses`
+(the same config files and command lines as ``magnetar cluster up``) on one
+ZooKeeper started once, each cluster in its own chroot.  Figures, never
+pass/fail:
+
+* throughput with 1, 2 and 3 brokers (``--brokers-list``): the official
+  client publishes ``--messages`` 1 KB messages, batched, spread over
+  ``--topics-per-run`` topics (one producer each), through the multi-host
+  service URL; msg/s and MB/s, and how many brokers the topics landed on
+  (HTTP lookup of each topic);
+* lookup latency: binary LOOKUP round trips (one connection, one at a time)
+  against a broker and against the proxy, p50 / p99;
+* time and memory to load ``--load-topics`` topics (default 10,000) on one
+  broker: PRODUCER commands pipelined over ``--connections`` raw connections
+  (``--window`` in flight); seconds, topics/s, and the broker's RSS before and after;
+* failover: two brokers with ``metadataStoreSessionTimeoutMillis``
+  (``--session-timeout-ms``, printed); a producer on a topic, the topic's
+  owner killed with ``kill -9``, time from the kill to the first
+  acknowledged send (on whichever broker takes the topic).  Until bundle
+  ownership is in the build every broker serves every topic, so this
+  measures client reconnection, not ownership takeover: the line says which.
+
+    .venv/bin/python benchmarks/cluster_bench.py [--brokers-list 1,2,3] [--messages 20000]
+        [--load-topics 10000] [--skip-load] [--skip-failover]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+
+import psutil
+import pulsar
+
+from magnetar.app.zookeeper_server import ZooKeeperServer
+from magnetar.cli.cluster import read_cluster_metadata
+from magnetar.protocol import client_commands
+from magnetar.protocol.connection import ClientConnection, Connected, PingReceived, ResponseReceived
+from magnetar.protocol.enums import CommandType
+from magnetar.testing.cluster import ClusterProcesses
+
+SIZE_BYTES = 1024
+
+
+def _client(url: str) -> pulsar.Client:
+    return pulsar.Client(
+        url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
+
+
+def _owner(web_url: str, topic: str) -> str:
+    path = "/lookup/v2/topic/" + topic.replace("://", "/")
+    with urllib.request.urlopen(web_url + urllib.parse.quote(path), timeout=30) as r:
+        return json.loads(r.read())["brokerUrl"]
+
+
+# ---------------------------------------------------------------------- throughput
+def throughput(cluster: ClusterProcesses, messages: int, topics: int) -> dict[str, float]:
+    client = _client(cluster.service_url)
+    try:
+        names = [f"persistent://public/default/tp-{uuid.uuid4().hex[:8]}-{i}" for i in range(topics)]
+        producers = [
+            client.create_producer(t, batching_enabled=True, batching_max_publish_delay_ms=5,
+                                   max_pending_messages=5000, block_if_queue_full=True)
+            for t in names
+        ]  # fmt: skip
+        owners = {_owner(cluster.web_url(0), t) for t in names}
+        payload = b"x" * SIZE_BYTES
+        t0 = time.perf_counter()
+        for i in range(messages):
+            producers[i % topics].send_async(payload, None)
+        for p in producers:
+            p.flush()
+        elapsed = time.perf_counter() - t0
+    finally:
+        client.close()
+    return {"msg_s": messages / elapsed, "mb_s": messages * SIZE_BYTES / elapsed / 1e6, "owners": len(owners)}
+
+
+# ---------------------------------------------------------------------- raw protocol driver
+class RawConnection:
+    """One binary connection driven by the sans-IO ClientConnection (for lookups and PRODUCERs)."""
+
+    def __init__(self) -> None:
+        self.conn = ClientConnection()
+        self.pending: dict[int, asyncio.Future[ResponseReceived]] = {}
+        self.connected = asyncio.Event()
+
+    async def open(self, url: str) -> None:
+        host, port = url[len("pulsar://") :].split(",")[0].rsplit(":", 1)
+        self.reader, self.writer = await asyncio.open_connection(host, int(port))
+        self.writer.write(self.conn.connect())
+        self.task = asyncio.get_running_loop().create_task(self._read())
+        await asyncio.wait_for(self.connected.wait(), 30)
+
+    async def _read(self) -> None:
+        while data := await self.reader.read(1 << 16):
+            self.conn.receive_data(data)
+            while (ev := self.conn.next_event()) is not None:
+                if isinstance(ev, Connected):
+                    self.connected.set()
+                elif isinstance(ev, PingReceived):
+                    self.writer.write(ev.reply)
+                elif isinstance(ev, ResponseReceived) and ev.final:
+                    fut = self.pending.pop(ev.request_id, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(ev)
+
+    async def request(self, kind: CommandType, build) -> ResponseReceived:  # type: ignore[no-untyped-def]
+        rid = self.conn.new_request_id()
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        self.writer.write(self.conn.send_request(kind, rid, build(rid)))
+        return await asyncio.wait_for(fut, 120)
+
+    async def close(self) -> None:
+        self.writer.close()
+        self.task.cancel()
+
+
+async def lookup_latency(url: str, n: int) -> dict[str, float]:
+    raw = RawConnection()
+    await raw.open(url)
+    samples = []
+    try:
+        for i in range(n):
+            topic = f"persistent://public/default/lk-{i}"
+            t0 = time.perf_counter()
+            ev = await raw.request(CommandType.LOOKUP, lambda rid, t=topic: client_commands.lookup(t, rid))
+            samples.append((time.perf_counter() - t0) * 1000)
+            assert not ev.is_error, ev.frame.command
+    finally:
+        await raw.close()
+    samples.sort()
+    return {"p50_ms": statistics.median(samples), "p99_ms": samples[int(len(samples) * 0.99) - 1]}
+
+
+async def load_topics(url: str, n: int, window: int, connections: int) -> float:
+    """PRODUCER for ``n`` new topics, pipelined (``window`` in flight) over ``connections``
+    connections (a broker handles one connection's commands in order)."""
+    raws = [RawConnection() for _ in range(connections)]
+    for raw in raws:
+        await raw.open(url)
+    sem = asyncio.Semaphore(window)
+    failures = 0
+
+    async def one(i: int) -> None:
+        nonlocal failures
+        async with sem:
+            topic = f"persistent://public/default/load-{i}"
+            raw = raws[i % connections]
+            ev = await raw.request(CommandType.PRODUCER, lambda rid: client_commands.producer(topic, i, rid))
+            failures += ev.is_error
+
+    t0 = time.perf_counter()
+    try:
+        await asyncio.gather(*(one(i) for i in range(n)))
+    finally:
+        for raw in raws:
+            await raw.close()
+    if failures:
+        print(f"    ({failures} PRODUCER requests failed)")
+    return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------------- failover
+def failover(cluster: ClusterProcesses, session_timeout_ms: int) -> None:
+    topic = f"persistent://public/default/fo-{uuid.uuid4().hex[:8]}"
+    client = pulsar.Client(
+        cluster.service_url, operation_timeout_seconds=30,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+    )  # fmt: skip
+    try:
+        producer = client.create_producer(topic, batching_enabled=False, send_timeout_millis=30_000)
+        producer.send(b"before")
+        owner_url = _owner(cluster.web_url(0), topic)
+        owner = next(
+            n for n in cluster.names("broker") if cluster.broker_url(int(n.split("-")[1])) == owner_url
+        )
+        acked = threading.Event()
+        first_ack: list[float] = []
+
+        def on_sent(res, _msg_id) -> None:  # type: ignore[no-untyped-def]
+            if res == pulsar.Result.Ok and not first_ack:
+                first_ack.append(time.perf_counter())
+                acked.set()
+
+        t_kill = time.perf_counter()
+        cluster.kill(owner)
+        deadline = t_kill + 60
+        while not acked.is_set() and time.perf_counter() < deadline:
+            producer.send_async(b"after", on_sent)
+            acked.wait(0.05)
+        new_owner = _owner(cluster.web_url(1 - int(owner.split("-")[1])), topic)
+        registered = asyncio.run(read_cluster_metadata(cluster.metadata_url))["brokers"]
+        if not registered:
+            print("  (no broker registers under /loadbalance/brokers in this build: every broker serves "
+                  "every topic, so this is client reconnection time, not an ownership takeover)")  # fmt: skip
+        if first_ack:
+            took = first_ack[0] - t_kill
+            print(f"  failover: kill -9 {owner} -> first acknowledged send {took:.2f} s "
+                  f"(metadataStoreSessionTimeoutMillis={session_timeout_ms}; now served by {new_owner})")  # fmt: skip
+        else:
+            print(f"  failover: no acknowledged send within 60 s of kill -9 {owner}")
+    finally:
+        client.close()
+
+
+def _rss_mb(pid: int) -> float:
+    return psutil.Process(pid).memory_info().rss / 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--brokers-list", default="1,2,3")
+    ap.add_argument("--bookies", type=int, default=2)
+    ap.add_argument("--messages", type=int, default=20_000)
+    ap.add_argument("--topics-per-run", type=int, default=6)
+    ap.add_argument("--lookups", type=int, default=500)
+    ap.add_argument("--load-topics", type=int, default=10_000)
+    ap.add_argument("--window", type=int, default=200)
+    ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--session-timeout-ms", type=int, default=1000)
+    ap.add_argument("--skip-load", action="store_true")
+    ap.add_argument("--skip-failover", action="store_true")
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="magnetar-cluster-bench-"))
+    zk = ZooKeeperServer(str(base / "zookeeper"))
+    zk.start()
+    print(f"cluster bench: {psutil.cpu_count()} CPUs, {args.bookies} bookies (E/Qw/Qa {min(2, args.bookies)}), "
+          f"1 KB messages; data in {base}")  # fmt: skip
+    try:
+        for n in [int(x) for x in args.brokers_list.split(",")]:
+            with ClusterProcesses(base / f"b{n}", brokers=n, bookies=args.bookies, zookeeper_url=zk.url,
+                                  proxy=(n == 1)) as cluster:  # fmt: skip
+                r = throughput(cluster, args.messages, args.topics_per_run)
+                print(f"  throughput, {n} broker(s): {r['msg_s']:,.0f} msg/s, {r['mb_s']:.1f} MB/s "
+                      f"({args.topics_per_run} topics on {r['owners']} broker(s))")  # fmt: skip
+                if n == 1:
+                    for what, url in (("broker", cluster.broker_url(0)), ("proxy", cluster.proxy_url)):
+                        lat = asyncio.run(lookup_latency(url, args.lookups))
+                        print(f"  lookup latency via {what}: p50 {lat['p50_ms']:.2f} ms, "
+                              f"p99 {lat['p99_ms']:.2f} ms ({args.lookups} lookups)")  # fmt: skip
+                    if not args.skip_load:
+                        pid = cluster.pid("broker-0")
+                        before = _rss_mb(pid)
+                        took = asyncio.run(
+                            load_topics(
+                                cluster.broker_url(0), args.load_topics, args.window, args.connections
+                            )
+                        )
+                        after = _rss_mb(pid)
+                        print(f"  load {args.load_topics:,} topics on one broker: {took:.1f} s "
+                              f"({args.load_topics / took:,.0f} topics/s); broker RSS {before:.0f} MB -> "
+                              f"{after:.0f} MB (+{(after - before) * 1e3 / args.load_topics:.1f} KB/topic)")  # fmt: skip
+        if not args.skip_failover:
+            props = {"metadataStoreSessionTimeoutMillis": str(args.session_timeout_ms)}
+            with ClusterProcesses(base / "failover", brokers=2, bookies=args.bookies, zookeeper_url=zk.url,
+                                  broker_properties=props) as cluster:  # fmt: skip
+                failover(cluster, args.session_timeout_ms)
+    finally:
+        zk.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

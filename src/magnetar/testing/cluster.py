@@ -1,0 +1,281 @@
+"""A whole cluster as real processes, for tests and benchmarks.
+
+Theory of operation: :class:`ClusterProcesses` is ZooKeeper (Debian's
+package, :mod:`magnetar.app.zookeeper_server`, unless a URL is given) + M
+``magnetar bookie`` + N ``magnetar broker`` (+ ``magnetar autorecovery``, +
+``magnetar proxy``) as subprocesses on loopback, laid out by
+:func:`~magnetar.app.cluster_launch.plan_cluster` -- the same config files
+and command lines ``magnetar cluster up`` uses, so a test runs what a user
+runs.  ``start()`` brings them up in order (ZooKeeper, metadata
+initialisation, bookies, brokers, auto-recovery, proxy; each kind started
+together, then waited for), each bounded by a timeout.  Faults are by
+process name (``broker-1``, ``bookie-0``, ``proxy``): :meth:`kill` is
+``kill -9``, :meth:`pause`/:meth:`resume` are SIGSTOP/SIGCONT (a broker that
+stops answering without closing its sockets, as in a long GC pause),
+:meth:`restart` starts it again with the same config (same ports, same
+bookie id).  ``stop()`` terminates everything (SIGTERM, then SIGKILL) and is
+safe to call twice; the data dir stays for post-mortems unless the kit made
+it.
+
+Each cluster uses its own ZooKeeper chroot (``/magnetar-<hex>``), so several
+clusters can share one ZooKeeper server (the per-run ``zookeeper_server``
+fixture).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from magnetar.app.cluster_launch import (
+    LaunchError,
+    ProcessSpec,
+    log_size,
+    log_tail,
+    plan_cluster,
+    spawn,
+    wait_ready,
+)
+
+
+def stop_child(proc: subprocess.Popen, timeout_s: float = 20.0) -> int | None:
+    """SIGCONT (a paused child cannot act on SIGTERM), SIGTERM, then SIGKILL; the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGCONT)
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+    return proc.returncode
+
+
+class ClusterProcesses:
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        brokers: int = 1,
+        bookies: int = 2,
+        zookeeper_url: str | None = None,
+        proxy: bool = False,
+        autorecovery: bool = False,
+        cluster_name: str = "magnetar-cluster",
+        broker_properties: Mapping[str, str] | None = None,
+        bookie_properties: Mapping[str, str] | None = None,
+        proxy_properties: Mapping[str, str] | None = None,
+        ready_timeout_s: float = 120.0,
+    ) -> None:
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="magnetar-cluster-")).resolve()
+        self.n_brokers, self.n_bookies = brokers, bookies
+        self.with_proxy, self.with_autorecovery = proxy, autorecovery
+        self.cluster_name = cluster_name
+        self.broker_properties = dict(broker_properties or {})
+        self.bookie_properties = dict(bookie_properties or {})
+        self.proxy_properties = dict(proxy_properties or {})
+        self.ready_timeout_s = ready_timeout_s
+        self._zk_url = zookeeper_url
+        self.zookeeper = None  # ZooKeeperServer when we started one
+        self.metadata_url = ""
+        self.specs: dict[str, ProcessSpec] = {}
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.ready: dict[str, tuple[str, ...]] = {}
+
+    # ------------------------------------------------------------------ start
+    def start(self) -> ClusterProcesses:
+        try:
+            self._start_zookeeper()
+            specs = plan_cluster(
+                self.data_dir,
+                metadata_url=self.metadata_url,
+                cluster_name=self.cluster_name,
+                brokers=self.n_brokers,
+                bookies=self.n_bookies,
+                autorecovery=self.with_autorecovery,
+                proxy=self.with_proxy,
+                broker_properties=self.broker_properties,
+                bookie_properties=self.bookie_properties,
+                proxy_properties=self.proxy_properties,
+            )
+            self.specs = {s.name: s for s in specs}
+            self._initialize_metadata()
+            for role in ("bookie", "broker", "autorecovery", "proxy"):
+                self._start_group([s.name for s in specs if s.role == role])
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_zookeeper(self) -> None:
+        if self._zk_url is None:
+            from magnetar.app.zookeeper_server import ZooKeeperServer
+
+            self.zookeeper = ZooKeeperServer(str(self.data_dir / "zookeeper"))
+            self.zookeeper.start()
+            base = self.zookeeper.url
+        else:
+            base = self._zk_url
+        self.metadata_url = f"{base.rstrip('/')}/magnetar-{uuid.uuid4().hex[:8]}"
+
+    def _initialize_metadata(self) -> None:
+        first = next(s for s in self.specs.values() if s.role == "broker")
+        urls = first.urls()
+        cmd = [sys.executable, "-m", "magnetar.cli.main", "initialize-cluster-metadata"]
+        cmd += ["--cluster", self.cluster_name, "--metadata-store", self.metadata_url]
+        cmd += [
+            "--web-service-url",
+            urls["webServiceUrl"],
+            "--broker-service-url",
+            self.service_url_of("broker"),
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise LaunchError(f"initialize-cluster-metadata failed: {done.stderr.strip()[-2000:]}")
+
+    def _start_group(self, names: list[str]) -> None:
+        marks = {}
+        for name in names:
+            marks[name] = log_size(self.specs[name].log_path)
+            self.procs[name] = spawn(self.specs[name])
+        for name in names:
+            m = wait_ready(
+                self.specs[name], self.procs[name], since=marks[name], timeout_s=self.ready_timeout_s
+            )
+            self.ready[name] = m.groups()
+
+    # ------------------------------------------------------------------ urls
+    def names(self, role: str) -> list[str]:
+        return [n for n, s in self.specs.items() if s.role == role]
+
+    def service_url_of(self, role: str = "broker") -> str:
+        """``pulsar://h:p1,h:p2`` over every broker (a multi-host service URL), or the proxy's."""
+        ports = [self.specs[n].ports["broker"] for n in self.names(role)]
+        return "pulsar://" + ",".join(f"127.0.0.1:{p}" for p in ports)
+
+    @property
+    def service_url(self) -> str:
+        return self.service_url_of("broker")
+
+    def broker_url(self, i: int) -> str:
+        return self.specs[f"broker-{i}"].urls()["serviceUrl"]
+
+    def web_url(self, i: int = 0) -> str:
+        return self.specs[f"broker-{i}"].urls()["webServiceUrl"]
+
+    @property
+    def proxy_url(self) -> str:
+        return self.specs["proxy"].urls()["serviceUrl"]
+
+    @property
+    def proxy_web_url(self) -> str:
+        return self.specs["proxy"].urls()["webServiceUrl"]
+
+    def pid(self, name: str) -> int:
+        return self.procs[name].pid
+
+    def running(self, name: str) -> bool:
+        p = self.procs.get(name)
+        return p is not None and p.poll() is None
+
+    def log(self, name: str, lines: int = 40) -> str:
+        return log_tail(self.specs[name].log_path, lines)
+
+    # ------------------------------------------------------------------ faults
+    def kill(self, name: str) -> None:
+        """``kill -9``."""
+        p = self.procs[name]
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+        p.wait(30)
+
+    def pause(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGCONT)
+
+    def terminate(self, name: str, timeout_s: float = 30.0) -> int | None:
+        """SIGTERM (SIGKILL after ``timeout_s``); the exit status."""
+        return stop_child(self.procs[name], timeout_s)
+
+    def restart(self, name: str, *, kill: bool = False, timeout_s: float | None = None) -> None:
+        """Stop (SIGTERM, or ``kill -9`` with ``kill``) and start again with the same config;
+        retried while the old ports linger."""
+        if self.running(name):
+            self.kill(name) if kill else self.terminate(name)
+        spec = self.specs[name]
+        deadline = time.monotonic() + (timeout_s or self.ready_timeout_s)
+        while True:
+            mark = log_size(spec.log_path)
+            self.procs[name] = spawn(spec)
+            try:
+                left = max(5.0, deadline - time.monotonic())
+                self.ready[name] = wait_ready(spec, self.procs[name], since=mark, timeout_s=left).groups()
+                return
+            except LaunchError:
+                if self.procs[name].poll() is None:
+                    self.kill(name)
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    # ------------------------------------------------------------------ stop
+    def stop(self) -> None:
+        order = ("proxy", "broker", "autorecovery", "bookie")
+        for role in order:
+            for name in [n for n in self.procs if self.specs[n].role == role]:
+                stop_child(self.procs[name], 20.0)
+        if self.zookeeper is not None:
+            self.zookeeper.stop()
+
+    def close(self) -> None:
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> ClusterProcesses:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ProxyProcess:
+    """One ``magnetar proxy --config <file>`` subprocess (e.g. in front of a standalone)."""
+
+    def __init__(self, workdir: str | Path, properties: Mapping[str, str]) -> None:
+        from magnetar.app.cluster_launch import write_properties
+
+        workdir = Path(workdir)
+        conf = workdir / "proxy.conf"
+        props = {"servicePort": "0", "webServicePort": "0", "bindAddress": "127.0.0.1", **properties}
+        write_properties(conf, props, "test proxy")
+        cmd = [sys.executable, "-m", "magnetar.cli.main", "proxy", "--config", str(conf)]
+        self.spec = ProcessSpec("proxy", "proxy", cmd, conf, workdir / "proxy.log")
+        self.proc: subprocess.Popen | None = None
+        self.service_url = self.web_url = ""
+
+    def start(self, timeout_s: float = 60.0) -> ProxyProcess:
+        mark = log_size(self.spec.log_path)
+        self.proc = spawn(self.spec)
+        self.service_url, self.web_url = wait_ready(
+            self.spec, self.proc, since=mark, timeout_s=timeout_s
+        ).groups()
+        return self
+
+    def log(self, lines: int = 40) -> str:
+        return log_tail(self.spec.log_path, lines)
+
+    def terminate(self, timeout_s: float = 20.0) -> int | None:
+        if self.proc is None:
+            return None
+        return stop_child(self.proc, timeout_s)
