@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
+from magnetar.broker.replication.stats import merge_replication, replication_stats
+
 if TYPE_CHECKING:
     from magnetar.broker.service.topic import PersistentTopic
 
@@ -81,7 +83,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         "publishers": [p.to_stats() for p in topic.producers.values()],
         "waitingPublishers": 0,
         "subscriptions": subs,
-        "replication": {},
+        "replication": replication_stats(topic, topic.clock.time_ms()),
         "deduplicationStatus": "Enabled" if topic.dedup is not None else "Disabled",
         "nonContiguousDeletedMessagesRanges": 0,
         "nonContiguousDeletedMessagesRangesSerializedSize": 0,
@@ -162,6 +164,7 @@ def merge_topic_stats(parts: list[dict]) -> dict:
             agg["consumers"].extend(sub.get("consumers", []))
     for sub in out["subscriptions"].values():
         sub.pop("_merged", None)
+    out["replication"] = merge_replication([p.get("replication", {}) for p in parts])
     if out["msgInCounter"]:
         out["averageMsgSize"] = out["bytesInCounter"] / out["msgInCounter"]
     return out

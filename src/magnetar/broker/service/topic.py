@@ -68,6 +68,7 @@ from magnetar.protocol.payload import num_messages, peek_metadata
 from magnetar.runtime import Clock, TaskSupervisor
 
 if TYPE_CHECKING:
+    from magnetar.broker.replication.replicator import Replicator
     from magnetar.broker.service.consumer import Consumer
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,8 @@ class PersistentTopic:
         self.backlog_age_exceeded = False  # the message_age backlog quota is over its limit
         self.oldest_backlog_age_s = -1  # oldestBacklogMessageAgeSeconds (under a message_age quota)
         self.expired: dict[str, ExpiryCounter] = {}  # messages expired by TTL, per subscription
+        # Geo-replication: one replicator per remote cluster (broker.replication starts them).
+        self.replicators: dict[str, Replicator] = {}
 
     def apply_policies(self, policies: TopicPolicies) -> None:
         """Replace the effective policies (one assignment: readers see old or new, never a mix)."""
@@ -319,6 +322,9 @@ class PersistentTopic:
         if self.state is not TopicState.ACTIVE:
             return
         self._set_state(TopicState.CLOSING)
+        for replicator in list(self.replicators.values()):  # they read the ledger: stop them first
+            await replicator.close()
+        self.replicators.clear()
         # Publishes in flight finish first (their receipts go out), so the client has nothing
         # to re-send after it reconnects; new SENDs already fail (the topic is CLOSING).
         for producer in list(self.producers.values()):

@@ -1,0 +1,137 @@
+"""The broker's replication service: which topics replicate where, and their replicators.
+
+Theory of operation: one :class:`ReplicationService` per broker, owned by the
+BrokerService.  A persistent topic replicates to every cluster in its
+replication clusters other than the local one: the topic-level policy
+(``replicationClusters`` in the topic's override document) if set, else the
+namespace's ``replication_clusters`` (both live in the configuration store
+when one is configured).  System namespaces and ``__``-prefixed system topics
+never replicate.
+
+* :meth:`topic_loaded` runs inside the topic's load, before any producer can
+  attach, so no message is published before its replicator cursors exist
+  (a new cursor starts at the earliest entry: nothing written under a
+  replication policy is missed).
+* :meth:`run` re-checks every loaded topic each ``replicationPolicyCheck``
+  interval (``magnetarReplicationPolicyCheckIntervalMs``, 1 s by default):
+  replicators for clusters added are started, those for clusters removed are
+  closed and their cursors deleted (Pulsar's removeReplicator).
+* A topic owns its replicators (``topic.replicators``) and closes them before
+  its managed ledger (``PersistentTopic.close``).
+
+Each replicator's task is the service's: it is spawned on the broker's
+supervisor with ``on_error`` pointing back here, so a replicator that dies of
+an unexpected error is logged, counted and restarted by the next check.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
+from magnetar.broker.resources.base import JsonStore
+from magnetar.broker.service.policies import topic_policies_path
+from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError
+from magnetar.metadata.api import MetadataError
+
+if TYPE_CHECKING:
+    from magnetar.broker.service.topic import PersistentTopic
+
+log = logging.getLogger(__name__)
+
+SYSTEM_NAMESPACES = frozenset({"pulsar/system"})
+DEFAULT_CHECK_INTERVAL_MS = 1000
+
+
+class ReplicationService:
+    def __init__(self, service: Any) -> None:
+        self._svc = service
+        props = service.config.as_properties()
+        self.local_cluster: str = service.config.cluster_name
+        self.prefix = props.get("replicatorPrefix") or REPLICATOR_PREFIX
+        self.max_pending = int(props.get("replicationProducerQueueSize") or 1000)
+        self.check_interval_s = (
+            int(props.get("magnetarReplicationPolicyCheckIntervalMs") or DEFAULT_CHECK_INTERVAL_MS) / 1000.0
+        )
+        self.metrics_enabled = str(props.get("replicationMetricsEnabled", "true")).lower() != "false"
+        self.failures = 0
+
+    # ------------------------------------------------------------ policy
+    async def clusters_of(self, topic: PersistentTopic) -> list[str]:
+        """The remote clusters ``topic`` replicates to (empty: none)."""
+        ref = topic.ref
+        if ref.namespace in SYSTEM_NAMESPACES or ref.local_name.startswith("__"):
+            return []
+        doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(ref)) or {}
+        clusters = doc.get("replicationClusters")
+        if not clusters:
+            policies = await self._svc.resources.namespaces.get(ref.namespace) or {}
+            clusters = policies.get("replication_clusters") or []
+        return sorted(c for c in set(clusters) if c != self.local_cluster)
+
+    async def broker_url_of(self, cluster: str) -> str | None:
+        data = await self._svc.resources.clusters.get(cluster)
+        return (data or {}).get("brokerServiceUrl") or None
+
+    # ------------------------------------------------------------ topics
+    async def topic_loaded(self, topic: PersistentTopic) -> None:
+        if not topic.ref.persistent:
+            return
+        await self.reconcile(topic, await self.clusters_of(topic))
+
+    async def reconcile(self, topic: PersistentTopic, clusters: list[str]) -> None:
+        for remote in clusters:
+            if remote not in topic.replicators and topic.active:
+                await self._start(topic, remote)
+        for remote in [c for c in topic.replicators if c not in clusters]:
+            replicator = topic.replicators.pop(remote)
+            await replicator.close()
+            try:
+                await topic.ml.delete_cursor(cursor_name(remote, self.prefix))
+            except ManagedLedgerError:
+                log.debug(
+                    "deleting the replicator cursor of %s on %s failed", remote, topic.name, exc_info=True
+                )
+            log.info("replication of %s to %s stopped", topic.name, remote)
+
+    async def _start(self, topic: PersistentTopic, remote: str) -> None:
+        cursor = await topic.ml.open_cursor(cursor_name(remote, self.prefix), InitialPosition.EARLIEST)
+        replicator = Replicator(
+            topic_name=topic.name,
+            local_cluster=self.local_cluster,
+            remote_cluster=remote,
+            cursor=cursor,
+            url_of=self.broker_url_of,
+            clock=self._svc.clock,
+            max_pending=self.max_pending,
+            prefix=self.prefix,
+        )
+        topic.replicators[remote] = replicator
+        replicator.task = self._svc.supervisor.spawn(
+            replicator.run(), name=f"replicator:{topic.name}->{remote}", on_error=self._replicator_failed
+        )
+        log.info("replication of %s to %s started", topic.name, remote)
+
+    def _replicator_failed(self, name: str, exc: BaseException) -> None:
+        self.failures += 1
+        log.error("%s failed; the next policy check restarts it", name, exc_info=exc)
+
+    async def run(self) -> None:
+        """The periodic policy check (a task of the broker's supervisor)."""
+        while True:
+            await self._svc.clock.sleep(self.check_interval_s)
+            for topic in self._svc.topics.loaded():
+                if not topic.active or not topic.ref.persistent:
+                    continue
+                for remote, replicator in list(topic.replicators.items()):
+                    if replicator.task is not None and replicator.task.done():
+                        topic.replicators.pop(remote, None)  # died: started again below
+                try:
+                    await self.reconcile(topic, await self.clusters_of(topic))
+                except (MetadataError, ManagedLedgerError) as exc:
+                    log.info("replication check of %s failed: %s", topic.name, exc)
+
+    def sample(self, topic: PersistentTopic, elapsed_s: float) -> None:
+        for replicator in topic.replicators.values():
+            replicator.sample(elapsed_s)

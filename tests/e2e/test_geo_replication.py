@@ -1,0 +1,228 @@
+"""Geo-replication between two real ``magnetar standalone`` processes (issue 18).
+
+Two clusters, A and B, each a standalone with its own local metadata and
+bookie, sharing one configuration store (``configurationMetadataStoreUrl``:
+a real ZooKeeper) where clusters, tenants and namespace policies live.  The
+official ``pulsar-client`` produces and consumes; everything is on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from magnetar.testing.standalone import StandaloneProcess
+from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401 -- fixture
+
+pulsar = pytest.importorskip("pulsar")
+
+TENANT = "geo"
+NS = f"{TENANT}/repl"
+
+
+def http(method: str, url: str, body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        raw = resp.read()
+    return json.loads(raw) if raw else None
+
+
+def start_cluster(tmp: Path, name: str, zk_url: str, extra: str = "") -> StandaloneProcess:
+    conf = tmp / f"{name}.conf"
+    conf.write_text(
+        f"clusterName={name}\nconfigurationMetadataStoreUrl={zk_url}\n"
+        "functionsWorkerEnabled=false\nstatsUpdateFrequencyInSecs=1\n"
+        "magnetarReplicationPolicyCheckIntervalMs=500\n" + extra
+    )
+    proc = StandaloneProcess(tmp / f"data-{name}", config_file=conf, extra_args=["--no-functions-worker"])
+    proc.start(timeout_s=90)
+    return proc
+
+
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory: pytest.TempPathFactory, zookeeper_server):  # noqa: ANN001, F811
+    tmp = tmp_path_factory.mktemp("geo")
+    zk_url = f"zk:{zookeeper_server.hosts}/geo-{uuid.uuid4().hex[:8]}"
+    a = start_cluster(tmp, "A", zk_url)
+    b = start_cluster(tmp, "B", zk_url)
+    try:
+        # Both registered themselves in the shared configuration store.
+        assert set(http("GET", f"{a.web_url}/admin/v2/clusters")) >= {"A", "B"}
+        http(
+            "PUT", f"{a.web_url}/admin/v2/tenants/{TENANT}", {"adminRoles": [], "allowedClusters": ["A", "B"]}
+        )
+        http("PUT", f"{b.web_url}/admin/v2/namespaces/{NS}", {"replication_clusters": ["A", "B"]})
+        http("POST", f"{a.web_url}/admin/v2/namespaces/{NS}/deduplication", True)
+        yield a, b
+    finally:
+        for p in (a, b):
+            p.terminate()
+
+
+def client(proc: StandaloneProcess) -> Any:
+    return pulsar.Client(proc.broker_url, operation_timeout_seconds=30)
+
+
+def receive_all(consumer: Any, n: int, timeout_s: float = 60.0) -> list[Any]:
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while len(out) < n and time.monotonic() < deadline:
+        try:
+            msg = consumer.receive(timeout_millis=1000)
+        except pulsar.Timeout:
+            continue
+        out.append(msg)
+        consumer.acknowledge(msg)
+    return out
+
+
+def test_namespace_policies_are_shared_and_tenants_restrict_clusters(clusters) -> None:  # noqa: ANN001
+    a, b = clusters
+    assert http("GET", f"{a.web_url}/admin/v2/namespaces/{NS}/replication") == ["A", "B"]
+    assert NS in http("GET", f"{b.web_url}/admin/v2/namespaces/{TENANT}")
+    # A cluster the tenant does not allow is refused, as Pulsar does (412).
+    http("PUT", f"{a.web_url}/admin/v2/clusters/C",
+         {"serviceUrl": "http://127.0.0.1:1", "brokerServiceUrl": "pulsar://127.0.0.1:1"})  # fmt: skip
+    assert "C" in http("GET", f"{b.web_url}/admin/v2/clusters")
+    with pytest.raises(urllib.error.HTTPError) as err:
+        http("POST", f"{a.web_url}/admin/v2/namespaces/{NS}/replication", ["A", "C"])
+    assert err.value.code == 412
+    http("DELETE", f"{b.web_url}/admin/v2/clusters/C")
+
+
+@pytest.mark.parametrize("direction", ["A->B", "B->A"])
+def test_active_active_keys_properties_and_publish_times(clusters, direction: str) -> None:  # noqa: ANN001
+    a, b = clusters
+    src, dst = (a, b) if direction == "A->B" else (b, a)
+    topic = f"persistent://{NS}/aa-{uuid.uuid4().hex[:8]}"
+    c_src, c_dst = client(src), client(dst)
+    try:
+        remote = c_dst.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        local = c_src.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = c_src.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=5)
+        for i in range(30):
+            producer.send_async(f"m{i}".encode(), None, partition_key=f"k{i % 3}",
+                                properties={"i": str(i), "from": direction}, event_timestamp=1000 + i)  # fmt: skip
+        producer.flush()
+        here = {m.data(): m for m in receive_all(local, 30)}
+        there = receive_all(remote, 30)
+        assert sorted(m.data() for m in there) == sorted(here), (
+            "every message arrives once in the other cluster"
+        )
+        for m in there:
+            orig = here[m.data()]
+            assert m.partition_key() == orig.partition_key()
+            assert m.properties() == orig.properties()
+            assert m.publish_timestamp() == orig.publish_timestamp()
+            assert m.event_timestamp() == orig.event_timestamp()
+        # The copy is not replicated back: the source topic holds the 30 originals only.
+        time.sleep(1.5)
+        stats = http("GET", f"{src.web_url}/admin/v2/persistent/{NS}/{topic.rsplit('/', 1)[1]}/stats")
+        assert stats["msgInCounter"] == 30
+        dst_name = "B" if direction == "A->B" else "A"
+        repl = stats["replication"][dst_name]
+        assert repl["connected"] is True and repl["replicationBacklog"] == 0
+        remote_stats = http("GET", f"{dst.web_url}/admin/v2/persistent/{NS}/{topic.rsplit('/', 1)[1]}/stats")
+        inbound = remote_stats["replication"]["A" if direction == "A->B" else "B"]
+        assert inbound["inboundConnection"], inbound
+    finally:
+        c_src.close()
+        c_dst.close()
+
+
+def test_message_level_replication_clusters(clusters) -> None:  # noqa: ANN001
+    a, b = clusters
+    topic = f"persistent://{NS}/ml-{uuid.uuid4().hex[:8]}"
+    c_a, c_b = client(a), client(b)
+    try:
+        remote = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = c_a.create_producer(topic, batching_enabled=False)
+        producer.send(b"only-A", replication_clusters=["A"])
+        producer.send(b"not-replicated", disable_replication=True)
+        producer.send(b"to-B", replication_clusters=["B"])
+        producer.send(b"everywhere")
+        got = [m.data() for m in receive_all(remote, 2, timeout_s=30)]
+        assert sorted(got) == [b"everywhere", b"to-B"]
+        with pytest.raises(pulsar.Timeout):
+            remote.receive(timeout_millis=2000)
+    finally:
+        c_a.close()
+        c_b.close()
+
+
+def test_partitioned_topic_replicates_partition_by_partition(clusters) -> None:  # noqa: ANN001
+    a, b = clusters
+    name = f"pt-{uuid.uuid4().hex[:8]}"
+    http("PUT", f"{a.web_url}/admin/v2/persistent/{NS}/{name}/partitions", 3)
+    topic = f"persistent://{NS}/{name}"
+    c_a, c_b = client(a), client(b)
+    try:
+        remote = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = c_a.create_producer(topic, batching_enabled=False)
+        for i in range(30):
+            producer.send(f"p{i}".encode(), partition_key=f"key-{i}")
+        got = receive_all(remote, 30)
+        assert sorted(m.data() for m in got) == sorted(f"p{i}".encode() for i in range(30))
+        stats = http("GET", f"{a.web_url}/admin/v2/persistent/{NS}/{name}/partitioned-stats")
+        assert "B" in stats["replication"]
+    finally:
+        c_a.close()
+        c_b.close()
+
+
+def test_remote_down_backlog_grows_then_exactly_once(clusters) -> None:  # noqa: ANN001
+    a, b = clusters
+    name = f"down-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{NS}/{name}"
+    total = 600
+    c_a = client(a)
+    c_b = client(b)
+    received: list[bytes] = []
+    try:
+        consumer = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = c_a.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=2)
+        sent = threading.Event()
+
+        def produce() -> None:
+            for i in range(total):
+                producer.send_async(f"{i:05d}".encode(), None)
+                time.sleep(0.005)
+            producer.flush()
+            sent.set()
+
+        worker = threading.Thread(target=produce)
+        worker.start()
+        received += [m.data() for m in receive_all(consumer, 100)]
+        consumer.close()  # acks flushed: what B's consumer saw is acknowledged there
+        c_b.close()
+        b.terminate()  # B goes away mid-stream
+        time.sleep(2.0)
+        stats = http("GET", f"{a.web_url}/admin/v2/persistent/{NS}/{name}/stats")["replication"]["B"]
+        assert stats["connected"] is False
+        assert stats["replicationBacklog"] > 0, stats
+        metrics = urllib.request.urlopen(f"{a.web_url}/metrics", timeout=30).read().decode()
+        assert "pulsar_replication_backlog{" in metrics and 'remote_cluster="B"' in metrics
+        worker.join(60)
+        assert sent.is_set()
+        b.restart()
+        c_b = client(b)
+        consumer = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        received += [m.data() for m in receive_all(consumer, total - len(received), timeout_s=90)]
+        with pytest.raises(pulsar.Timeout):
+            consumer.receive(timeout_millis=2000)
+        assert len(received) == total, "nothing lost, nothing twice"
+        assert sorted(received) == [f"{i:05d}".encode() for i in range(total)]
+        stats = http("GET", f"{a.web_url}/admin/v2/persistent/{NS}/{name}/stats")["replication"]["B"]
+        assert stats["connected"] is True and stats["replicationBacklog"] == 0
+    finally:
+        c_a.close()
+        c_b.close()
