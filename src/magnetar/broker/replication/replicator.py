@@ -45,6 +45,7 @@ from magnetar.broker.replication.remote import RemoteProducer, RemoteProducerErr
 from magnetar.broker.service.rates import Rate
 from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerError, Position
 from magnetar.protocol.errors import ProtocolError
+from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
 from magnetar.protocol.payload import num_messages, parse_headers_and_payload, replica_of
 from magnetar.runtime import Clock
 
@@ -54,7 +55,6 @@ REPLICATOR_PREFIX = "pulsar.repl"
 READ_BATCH_ENTRIES = 100
 BACKOFF_MIN_S = 0.1
 BACKOFF_MAX_S = 30.0
-REPLICATED_SUBSCRIPTION_MARKERS = frozenset({10, 11, 12, 13})
 
 UrlOf = Callable[[str], Awaitable[str | None]]
 

@@ -27,21 +27,37 @@ an unexpected error is logged, counted and restarted by the next check.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
+from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.policies import topic_policies_path
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError
 from magnetar.metadata.api import MetadataError
+from magnetar.protocol.errors import ProtocolError
+from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
+from magnetar.protocol.payload import parse_headers_and_payload
 
 if TYPE_CHECKING:
+    import asyncio
+
     from magnetar.broker.service.topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = frozenset({"pulsar/system"})
 DEFAULT_CHECK_INTERVAL_MS = 1000
+DEFAULT_SNAPSHOT_FREQUENCY_MS = 1000
+DEFAULT_SNAPSHOT_TIMEOUT_S = 30
+
+
+class InboundReplication(Protocol):
+    """What a topic calls for entries stored by another cluster's replicator."""
+
+    producer_prefix: str
+
+    def entry_stored(self, topic: PersistentTopic, data: bytes, fut: asyncio.Future[Any]) -> None: ...
 
 
 class ReplicationService:
@@ -56,6 +72,17 @@ class ReplicationService:
         )
         self.metrics_enabled = str(props.get("replicationMetricsEnabled", "true")).lower() != "false"
         self.failures = 0
+        self.producer_prefix = f"{self.prefix}."
+        self.replicated_subscriptions_enabled = (
+            str(props.get("enableReplicatedSubscriptions", "true")).lower() != "false"
+        )
+        self.snapshot_frequency_s = (
+            int(props.get("replicatedSubscriptionsSnapshotFrequencyMillis") or DEFAULT_SNAPSHOT_FREQUENCY_MS)
+            / 1000.0
+        )
+        self.snapshot_timeout_s = float(
+            props.get("replicatedSubscriptionsSnapshotTimeoutSeconds") or DEFAULT_SNAPSHOT_TIMEOUT_S
+        )
 
     # ------------------------------------------------------------ policy
     async def clusters_of(self, topic: PersistentTopic) -> list[str]:
@@ -135,3 +162,62 @@ class ReplicationService:
     def sample(self, topic: PersistentTopic, elapsed_s: float) -> None:
         for replicator in topic.replicators.values():
             replicator.sample(elapsed_s)
+
+    # ------------------------------------------------------------ replicated subscriptions
+    def controller_of(self, topic: PersistentTopic) -> ReplicatedSubscriptions:
+        controller = topic.replicated_subscriptions
+        if controller is None:
+            controller = ReplicatedSubscriptions(
+                topic, self.local_cluster, self._svc.clock, snapshot_timeout_s=self.snapshot_timeout_s
+            )
+            topic.replicated_subscriptions = controller
+        return controller
+
+    async def subscription_state(self, topic: PersistentTopic, name: str, replicated: bool) -> None:
+        """SUBSCRIBE with ``replicate_subscription_state``: true makes the subscription
+        replicated (false leaves it as it is, as Pulsar does)."""
+        if replicated and self.replicated_subscriptions_enabled and topic.ref.persistent:
+            await ReplicatedSubscriptions.mark(topic, name)
+
+    def entry_stored(self, topic: PersistentTopic, data: bytes, fut: asyncio.Future[Any]) -> None:
+        """Done-callback of an add by another cluster's replicator: hand its markers over."""
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        pos = fut.result()
+        if pos.ledger_id < 0:  # a duplicate: stored before
+            return
+        try:
+            parsed = parse_headers_and_payload(data, verify=False)
+        except ProtocolError:
+            return
+        meta = parsed.metadata
+        if not meta.HasField("marker_type") or meta.marker_type not in REPLICATED_SUBSCRIPTION_MARKERS:
+            return
+        self._svc.supervisor.spawn(
+            self.controller_of(topic).received(meta.marker_type, parsed.payload),
+            name=f"marker:{topic.name}",
+            on_error=self._marker_failed,
+        )
+
+    def _marker_failed(self, name: str, exc: BaseException) -> None:
+        self.failures += 1
+        log.warning("%s failed: %s", name, exc)
+
+    async def run_snapshots(self) -> None:
+        """Every replicatedSubscriptionsSnapshotFrequencyMillis: each replicating topic with a
+        replicated subscription takes its step (a task of the broker's supervisor)."""
+        if not self.replicated_subscriptions_enabled:
+            return
+        while True:
+            await self._svc.clock.sleep(self.snapshot_frequency_s)
+            for topic in self._svc.topics.loaded():
+                if not topic.active or not topic.ref.persistent or not topic.replicators:
+                    continue
+                if topic.replicated_subscriptions is None and not any(
+                    c.properties.get("pulsar.replicated.subscription") == 1 for c in topic.ml.cursors.values()
+                ):
+                    continue
+                try:
+                    await self.controller_of(topic).tick()
+                except (ManagedLedgerError, ProtocolError) as exc:
+                    log.info("replicated-subscription snapshot of %s failed: %s", topic.name, exc)

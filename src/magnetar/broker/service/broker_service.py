@@ -138,6 +138,7 @@ class BrokerService(TopicAdmin):
         self.supervisor.spawn(self._sample_rates(), name="stats-sampler")
         self.compaction.start()
         self.supervisor.spawn(self.replication.run(), name="replication-policy-check")
+        self.supervisor.spawn(self.replication.run_snapshots(), name="replicated-subscriptions")
         if self.config.broker_delete_inactive_topics_enabled:
             self.supervisor.spawn(self._unload_idle_topics(), name="idle-topics")
         self._started = True

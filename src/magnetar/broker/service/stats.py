@@ -33,9 +33,12 @@ _SUMMED = (
 
 def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
     subs = {name: s.to_stats() for name, s in sorted(topic.subscriptions.items())}
+    replicator_cursors = {r.cursor.name for r in topic.replicators.values()}
     for name in sorted(topic.ml.cursors):
-        if name not in subs and name != "pulsar.dedup":  # the dedup snapshot cursor is no subscription
+        # the dedup snapshot cursor and the replicators' cursors are no subscriptions
+        if name not in subs and name != "pulsar.dedup" and name not in replicator_cursors:
             cursor = topic.ml.cursors[name]
+            replicated = cursor.properties.get("pulsar.replicated.subscription") == 1
             backlog = cursor.number_of_entries_in_backlog()
             expired = topic.expired.get(name)
             subs[name] = {
@@ -52,9 +55,9 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
                 "type": "Exclusive",
                 "consumers": [],
                 "isDurable": True,
-                "isReplicated": False,
+                "isReplicated": replicated,
                 "durable": True,
-                "replicated": False,
+                "replicated": replicated,
                 "blockedSubscriptionOnUnackedMsgs": False,
             }
     msg_out = sum(s.get("msgOutCounter", 0) for s in subs.values())

@@ -69,6 +69,8 @@ from magnetar.runtime import Clock, TaskSupervisor
 
 if TYPE_CHECKING:
     from magnetar.broker.replication.replicator import Replicator
+    from magnetar.broker.replication.service import InboundReplication
+    from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
     from magnetar.broker.service.consumer import Consumer
 
 log = logging.getLogger(__name__)
@@ -139,6 +141,9 @@ class PersistentTopic:
         self.expired: dict[str, ExpiryCounter] = {}  # messages expired by TTL, per subscription
         # Geo-replication: one replicator per remote cluster (broker.replication starts them).
         self.replicators: dict[str, Replicator] = {}
+        self.replicated_subscriptions: ReplicatedSubscriptions | None = None
+        # Set by the registry: sees what remote clusters' replicators store here (their markers).
+        self.inbound_replication: InboundReplication | None = None
 
     def apply_policies(self, policies: TopicPolicies) -> None:
         """Replace the effective policies (one assignment: readers see old or new, never a mix)."""
@@ -198,10 +203,15 @@ class PersistentTopic:
             fut.set_exception(errors.TopicFencedError(f"Topic {self.name} is closing"))
             return fut
         if self.dedup is not None:
-            return self.dedup.add(
+            fut = self.dedup.add(
                 producer.producer_name, data, lambda: self._start_add(data, n_messages, is_batch)
             )
-        return self._start_add(data, n_messages, is_batch)
+        else:
+            fut = self._start_add(data, n_messages, is_batch)
+        inbound = self.inbound_replication
+        if inbound is not None and producer.producer_name.startswith(inbound.producer_prefix):
+            fut.add_done_callback(lambda f: inbound.entry_stored(self, data, f))  # markers (.replication)
+        return fut
 
     def _start_add(self, data: bytes, n_messages: int, is_batch: bool) -> asyncio.Task[Position]:
         """One add, owned by the topic (``_adds``); its result or error goes to the producer

@@ -156,6 +156,7 @@ class TopicRegistry:
     async def _start_replication(self, topic: PersistentTopic) -> None:
         """Replicator cursors exist before the first producer attaches (broker.replication);
         a failure here is retried by the replication service's periodic check."""
+        topic.inbound_replication = self._svc.replication
         try:
             await self._svc.replication.topic_loaded(topic)
         except (MetadataError, ManagedLedgerError) as exc:
