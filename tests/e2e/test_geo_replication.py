@@ -9,6 +9,8 @@ official ``pulsar-client`` produces and consumes; everything is on loopback.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -294,6 +296,45 @@ def test_replicated_subscription_fails_over_without_gap(clusters) -> None:  # no
         assert len(redelivered) <= bound, (len(redelivered), bound)
         print(f"replicated subscription: {len(redelivered)} redelivered after fail-over (bound {bound})")
         assert len(set(rest)) == len(rest)
+    finally:
+        c_a.close()
+        c_b.close()
+
+
+def admin(proc: StandaloneProcess, *args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", proc.web_url, "-o", "json", *args],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_cli_setup_and_topic_level_replication_policy(clusters) -> None:  # noqa: ANN001
+    """What a user types: clusters, tenant allowed clusters and namespace replication through
+    ``magnetar admin``; then a topic-level policy narrows one topic to the local cluster."""
+    a, b = clusters
+    assert "A" in admin(b, "clusters", "list") and "B" in admin(a, "clusters", "list")
+    admin(a, "tenants", "create", "geocli", "--allowed-clusters", "A,B")
+    admin(b, "namespaces", "create", "geocli/ns", "-c", "A")
+    admin(b, "namespaces", "set-clusters", "geocli/ns", "-c", "A,B")
+    assert json.loads(admin(a, "namespaces", "get-clusters", "geocli/ns")) == ["A", "B"]
+    c_a, c_b = client(a), client(b)
+    try:
+        replicated = f"persistent://geocli/ns/t-{uuid.uuid4().hex[:8]}"
+        local_only = f"persistent://geocli/ns/l-{uuid.uuid4().hex[:8]}"
+        subs = {t: c_b.subscribe(t, "s", initial_position=pulsar.InitialPosition.Earliest)
+                for t in (replicated, local_only)}  # fmt: skip
+        producers = {t: c_a.create_producer(t) for t in (replicated, local_only)}
+        admin(a, "topics", "set-replication-clusters", local_only, "-c", "A")
+        time.sleep(1.5)  # the policy check (500 ms here) stops the topic's replicator to B
+        stats = http("GET", f"{a.web_url}/admin/v2/persistent/geocli/ns/{local_only.rsplit('/', 1)[1]}/stats")
+        assert "B" not in stats["replication"] or not stats["replication"]["B"]["outboundConnection"]
+        for p in producers.values():
+            p.send(b"hello")
+        assert subs[replicated].receive(timeout_millis=20_000).data() == b"hello"
+        with pytest.raises(pulsar.Timeout):
+            subs[local_only].receive(timeout_millis=2000)
     finally:
         c_a.close()
         c_b.close()
