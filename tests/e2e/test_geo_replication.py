@@ -338,3 +338,29 @@ def test_cli_setup_and_topic_level_replication_policy(clusters) -> None:  # noqa
     finally:
         c_a.close()
         c_b.close()
+
+
+def test_source_restarted_with_backlog_drains_without_clients(clusters) -> None:  # noqa: ANN001
+    """B down, A publishes, A restarts, B returns: A's broker loads the replicated topic by
+    itself and B gets everything, though no client touches the topic in A again."""
+    a, b = clusters
+    name = f"src-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{NS}/{name}"
+    c_b = client(b)
+    c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest).close()
+    c_b.close()
+    b.terminate()
+    c_a = client(a)
+    producer = c_a.create_producer(topic, batching_enabled=False)
+    for i in range(50):
+        producer.send(f"{i:03d}".encode())
+    c_a.close()
+    a.restart()
+    b.restart()
+    c_b = client(b)
+    try:
+        consumer = c_b.subscribe(topic, "s")
+        got = sorted(m.data() for m in receive_all(consumer, 50, timeout_s=60))
+        assert got == [f"{i:03d}".encode() for i in range(50)]
+    finally:
+        c_b.close()

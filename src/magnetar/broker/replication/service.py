@@ -29,9 +29,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
+from magnetar.broker.errors import BrokerError
 from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
 from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
 from magnetar.broker.resources.base import JsonStore
+from magnetar.broker.service.names import from_managed_ledger_name
 from magnetar.broker.service.policies import topic_policies_path
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError
 from magnetar.metadata.api import MetadataError
@@ -144,8 +146,7 @@ class ReplicationService:
         self.failures += 1
         log.error("%s failed; the next policy check restarts it", name, exc_info=exc)
 
-    async def run(self) -> None:
-        """The periodic policy check (a task of the broker's supervisor)."""
+    async def _check_loop(self) -> None:
         while True:
             await self._svc.clock.sleep(self.check_interval_s)
             for topic in self._svc.topics.loaded():
@@ -158,6 +159,44 @@ class ReplicationService:
                     await self.reconcile(topic, await self.clusters_of(topic))
                 except (MetadataError, ManagedLedgerError) as exc:
                     log.info("replication check of %s failed: %s", topic.name, exc)
+
+    async def load_replicated_topics(self) -> int:
+        """At start: load every local persistent topic of a namespace that replicates, so a
+        backlog left by a restart drains without waiting for a client to touch the topic
+        (Pulsar loads a replicated namespace's topics when it owns the bundle).  Returns how
+        many topics were loaded."""
+        loaded = 0
+        res = self._svc.resources
+        for tenant in await res.tenants.list():
+            try:
+                namespaces = await res.namespaces.list(tenant)
+            except BrokerError:
+                continue  # deleted meanwhile
+            for ns in namespaces:
+                policies = await res.namespaces.get(ns) or {}
+                if not [c for c in policies.get("replication_clusters") or [] if c != self.local_cluster]:
+                    continue
+                for ml_name in await self._svc.ml_factory.list_names(f"{ns}/persistent/"):
+                    ref = from_managed_ledger_name(ml_name)
+                    if ref is None or ref.is_system:
+                        continue
+                    try:
+                        await self._svc.topics.get_topic(ref, create=False)
+                        loaded += 1
+                    except BrokerError as exc:
+                        log.info("loading replicated topic %s failed: %s", ref.full_name, exc)
+        return loaded
+
+    async def run(self) -> None:
+        """The periodic policy check (a task of the broker's supervisor); first, the topics of
+        replicated namespaces are loaded."""
+        try:
+            n = await self.load_replicated_topics()
+            if n:
+                log.info("loaded %d topics of replicated namespaces", n)
+        except (MetadataError, ManagedLedgerError, BrokerError) as exc:
+            log.warning("loading the topics of replicated namespaces failed: %s", exc)
+        await self._check_loop()
 
     def sample(self, topic: PersistentTopic, elapsed_s: float) -> None:
         for replicator in topic.replicators.values():
