@@ -213,6 +213,7 @@ def test_remote_down_backlog_grows_then_exactly_once(clusters) -> None:  # noqa:
         stats = http("GET", f"{a.web_url}/admin/v2/persistent/{NS}/{name}/stats")["replication"]["B"]
         assert stats["connected"] is False
         assert stats["replicationBacklog"] > 0, stats
+        assert stats["replicationDelayInSeconds"] >= 1, stats
         metrics = urllib.request.urlopen(f"{a.web_url}/metrics", timeout=30).read().decode()
         assert "pulsar_replication_backlog{" in metrics and 'remote_cluster="B"' in metrics
         worker.join(60)

@@ -42,7 +42,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from magnetar.broker.replication.remote import RemoteProducer, RemoteProducerError
-from magnetar.broker.service.rates import Rate
 from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerError, Position
 from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
@@ -57,6 +56,23 @@ BACKOFF_MIN_S = 0.1
 BACKOFF_MAX_S = 30.0
 
 UrlOf = Callable[[str], Awaitable[str | None]]
+
+
+class _Rate:
+    """Messages and bytes per second between two samples (the broker's stats interval)."""
+
+    __slots__ = ("_last", "byte_rate", "msg_rate")
+
+    def __init__(self) -> None:
+        self._last = (0, 0)
+        self.msg_rate = 0.0
+        self.byte_rate = 0.0
+
+    def sample(self, msgs: int, nbytes: int, elapsed_s: float) -> None:
+        if elapsed_s > 0:
+            self.msg_rate = max(0, msgs - self._last[0]) / elapsed_s
+            self.byte_rate = max(0, nbytes - self._last[1]) / elapsed_s
+        self._last = (msgs, nbytes)
 
 
 def cursor_name(remote_cluster: str, prefix: str = REPLICATOR_PREFIX) -> str:
@@ -93,7 +109,7 @@ class Replicator:
         self.msg_out = 0
         self.bytes_out = 0
         self.msg_skipped = 0
-        self.rate_out = Rate()
+        self.rate_out = _Rate()
         self.last_error: str | None = None
         self.oldest_pending_publish_ms = 0  # publish time of the oldest entry read but not acknowledged
         self._closed = False
@@ -130,8 +146,21 @@ class Replicator:
             await self._drop_producer("reconnecting")
             self._inflight.clear()
             self.cursor.rewind()  # re-read everything not acknowledged (the remote dedups)
+            await self._note_oldest_pending()
             await self.clock.sleep(backoff)
             backoff = min(BACKOFF_MAX_S, backoff * 2)
+
+    async def _note_oldest_pending(self) -> None:
+        """While disconnected: the publish time of the oldest entry waiting (for the delay stat)."""
+        try:
+            head = await self.cursor.peek_entries(1) if self.cursor.number_of_entries_in_backlog() else []
+            self.oldest_pending_publish_ms = (
+                int(parse_headers_and_payload(head[0].data, verify=False).metadata.publish_time)
+                if head
+                else 0
+            )
+        except (ManagedLedgerError, ProtocolError):
+            pass
 
     async def _drop_producer(self, reason: str) -> None:
         producer, self.producer = self.producer, None

@@ -33,8 +33,6 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
 from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
 from magnetar.broker.resources.base import JsonStore
-from magnetar.broker.service.names import from_managed_ledger_name
-from magnetar.broker.service.policies import topic_policies_path
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError
 from magnetar.metadata.api import MetadataError
 from magnetar.protocol.errors import ProtocolError
@@ -89,6 +87,8 @@ class ReplicationService:
     # ------------------------------------------------------------ policy
     async def clusters_of(self, topic: PersistentTopic) -> list[str]:
         """The remote clusters ``topic`` replicates to (empty: none)."""
+        from magnetar.broker.service.policies import topic_policies_path  # service imports us
+
         ref = topic.ref
         if ref.namespace in SYSTEM_NAMESPACES or ref.local_name.startswith("__"):
             return []
@@ -165,6 +165,8 @@ class ReplicationService:
         backlog left by a restart drains without waiting for a client to touch the topic
         (Pulsar loads a replicated namespace's topics when it owns the bundle).  Returns how
         many topics were loaded."""
+        from magnetar.broker.service.names import from_managed_ledger_name  # service imports us
+
         loaded = 0
         res = self._svc.resources
         for tenant in await res.tenants.list():

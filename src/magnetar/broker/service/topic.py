@@ -371,4 +371,8 @@ class PersistentTopic:
 
     @property
     def has_clients(self) -> bool:
-        return bool(self.producers) or any(s.consumers for s in self.subscriptions.values())
+        return (
+            bool(self.producers)
+            or any(s.consumers for s in self.subscriptions.values())
+            or any(r.backlog() > 0 for r in self.replicators.values())  # still replicating
+        )
