@@ -365,3 +365,44 @@ def test_source_restarted_with_backlog_drains_without_clients(clusters) -> None:
         assert got == [f"{i:03d}".encode() for i in range(50)]
     finally:
         c_b.close()
+
+
+def test_backlog_quota_bounds_an_unreachable_clusters_backlog(clusters) -> None:  # noqa: ANN001
+    """A replicator whose cluster never answers holds a backlog; the namespace's backlog quota
+    counts it (new producers are refused), and dropping the cluster from the policy removes
+    the replicator and its cursor."""
+    a, _b = clusters
+    http("PUT", f"{a.web_url}/admin/v2/clusters/D",
+         {"serviceUrl": "http://127.0.0.1:9", "brokerServiceUrl": "pulsar://127.0.0.1:9"})  # fmt: skip
+    http("PUT", f"{a.web_url}/admin/v2/tenants/geoq", {"adminRoles": [], "allowedClusters": ["A", "D"]})
+    http("PUT", f"{a.web_url}/admin/v2/namespaces/geoq/ns", {"replication_clusters": ["A", "D"]})
+    http("POST", f"{a.web_url}/admin/v2/namespaces/geoq/ns/backlogQuota",
+         {"limitSize": 20_000, "limitTime": -1, "policy": "producer_exception"})  # fmt: skip
+    name = f"q-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://geoq/ns/{name}"
+    c_a = client(a)
+    try:
+        producer = c_a.create_producer(topic, batching_enabled=False)
+        for _ in range(40):
+            try:
+                producer.send(b"z" * 1000)
+            except Exception:  # noqa: BLE001 -- the quota enforcer may already disconnect it
+                break
+        stats = http("GET", f"{a.web_url}/admin/v2/persistent/geoq/ns/{name}/stats")
+        assert stats["replication"]["D"]["connected"] is False
+        assert stats["replication"]["D"]["replicationBacklog"] >= 20
+        with pytest.raises(Exception, match="(?i)quota|blocked"):
+            c_a.create_producer(topic)
+        http("POST", f"{a.web_url}/admin/v2/namespaces/geoq/ns/replication", ["A"])
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            stats = http("GET", f"{a.web_url}/admin/v2/persistent/geoq/ns/{name}/stats")
+            if "D" not in stats["replication"]:
+                break
+            time.sleep(0.3)
+        assert "D" not in stats["replication"]
+        internal = http("GET", f"{a.web_url}/admin/v2/persistent/geoq/ns/{name}/internalStats")
+        assert "pulsar.repl.D" not in internal["cursors"]
+        c_a.create_producer(topic).close()  # the backlog went with the cursor
+    finally:
+        c_a.close()
