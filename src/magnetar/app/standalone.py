@@ -184,6 +184,7 @@ class Standalone:
             extensions=self.plugins.ext,
         )
         self.broker_service = svc
+        svc.replication.credentials = broker_client_credentials(self.config.properties)  # replicators
         self._plugin_step(self.plugins.initialize_on, svc)
         await svc.serve(self.config.bind_address, self.config.broker_port)
         self.broker_port = svc.broker_port

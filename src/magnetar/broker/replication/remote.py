@@ -60,8 +60,18 @@ class RemoteProducerError(Exception):
 
 
 class RemoteProducer:
-    def __init__(self, clock: Clock, service_url: str, topic: str, producer_name: str) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        service_url: str,
+        topic: str,
+        producer_name: str,
+        credentials: tuple[str, bytes] | None = None,
+    ) -> None:
+        """``credentials``: (auth method, auth data) of the broker's client identity
+        (``brokerClientAuthenticationPlugin``/``...Parameters``), or None."""
         self.clock = clock
+        self.credentials = credentials
         self.service_url = service_url
         self.topic = topic
         self.producer_name = producer_name
@@ -126,7 +136,10 @@ class RemoteProducer:
         connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._responses[(CommandType.CONNECT, 0)] = connected
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop(), name=f"repl-read:{url}")
-        self._write(self._conn.connect(client_version=CLIENT_VERSION))
+        method, data = self.credentials or ("none", None)
+        self._write(
+            self._conn.connect(client_version=CLIENT_VERSION, auth_method_name=method, auth_data=data)
+        )
         try:
             await wait_for(self.clock, connected, REQUEST_TIMEOUT_S)
         except TimeoutError:
@@ -204,7 +217,11 @@ class RemoteProducer:
 
     def _on_command(self, event: CommandReceived) -> None:
         cmd: Any = event.frame.command
-        if event.type is CommandType.SEND_RECEIPT:
+        if event.type is CommandType.AUTH_CHALLENGE:  # the remote refreshes: same credentials again
+            method, data = self.credentials or ("none", b"")
+            conn = self._require()
+            self._write(conn.send_auth_response(client_commands.auth_response(CLIENT_VERSION, method, data)))
+        elif event.type is CommandType.SEND_RECEIPT:
             if not self._pending:
                 raise RemoteProducerError("SEND_RECEIPT with nothing pending")
             fut = self._pending.popleft()

@@ -91,6 +91,7 @@ class Replicator:
         clock: Clock,
         max_pending: int = 1000,
         prefix: str = REPLICATOR_PREFIX,
+        credentials: tuple[str, bytes] | None = None,
     ) -> None:
         self.topic_name = topic_name
         self.local_cluster = local_cluster
@@ -99,6 +100,7 @@ class Replicator:
         self.url_of = url_of
         self.clock = clock
         self.max_pending = max(1, max_pending)
+        self.credentials = credentials
         self.producer_name = f"{prefix}.{local_cluster}"
         self.producer: RemoteProducer | None = None
         self.task: asyncio.Task[None] | None = None
@@ -130,7 +132,9 @@ class Replicator:
                 url = await self.url_of(self.remote_cluster)
                 if not url:
                     raise RemoteProducerError(f"cluster {self.remote_cluster} has no brokerServiceUrl")
-                producer = RemoteProducer(self.clock, url, self.topic_name, self.producer_name)
+                producer = RemoteProducer(
+                    self.clock, url, self.topic_name, self.producer_name, self.credentials
+                )
                 self.producer = producer
                 await producer.open()
                 log.info("replicator %s -> %s connected (%s)", self.topic_name, self.remote_cluster, url)

@@ -72,6 +72,9 @@ class ReplicationService:
         )
         self.metrics_enabled = str(props.get("replicationMetricsEnabled", "true")).lower() != "false"
         self.failures = 0
+        # (auth method, auth data) replicators present to remote clusters: the composition root
+        # sets it from brokerClientAuthenticationPlugin/Parameters (None: no authentication).
+        self.credentials: tuple[str, bytes] | None = None
         self.producer_prefix = f"{self.prefix}."
         self.replicated_subscriptions_enabled = (
             str(props.get("enableReplicatedSubscriptions", "true")).lower() != "false"
@@ -135,6 +138,7 @@ class ReplicationService:
             clock=self._svc.clock,
             max_pending=self.max_pending,
             prefix=self.prefix,
+            credentials=self.credentials,
         )
         topic.replicators[remote] = replicator
         replicator.task = self._svc.supervisor.spawn(
