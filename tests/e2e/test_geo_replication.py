@@ -297,6 +297,25 @@ def test_replicated_subscription_fails_over_without_gap(clusters) -> None:  # no
         assert len(redelivered) <= bound, (len(redelivered), bound)
         print(f"replicated subscription: {len(redelivered)} redelivered after fail-over (bound {bound})")
         assert len(set(rest)) == len(rest)
+        # And back: what B acknowledged moves A's subscription too (active-active).
+        failover.close()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            st = sub_stats(a, name, "rs")
+            if st is not None and st["msgBacklog"] < bound:
+                break
+            time.sleep(0.3)
+        back = c_a.subscribe(topic, "rs", replicate_subscription_state_enabled=True)
+        again: list[bytes] = []
+        while True:
+            try:
+                msg = back.receive(timeout_millis=2000)
+            except pulsar.Timeout:
+                break
+            back.acknowledge(msg)
+            again.append(msg.data())
+        assert len(again) <= bound, (len(again), bound)
+        print(f"replicated subscription: {len(again)} redelivered after fail-back to A")
     finally:
         c_a.close()
         c_b.close()
