@@ -119,13 +119,21 @@ class ReplicationService:
         for remote in [c for c in topic.replicators if c not in clusters]:
             replicator = topic.replicators.pop(remote)
             await replicator.close()
-            try:
-                await topic.ml.delete_cursor(cursor_name(remote, self.prefix))
-            except ManagedLedgerError:
-                log.debug(
-                    "deleting the replicator cursor of %s on %s failed", remote, topic.name, exc_info=True
-                )
+            await self._delete_cursor(topic, remote)
             log.info("replication of %s to %s stopped", topic.name, remote)
+        head = f"{self.prefix}."
+        for name in [n for n in topic.ml.cursors if n.startswith(head)]:
+            remote = name[len(head) :]
+            if remote not in clusters and remote not in topic.replicators:
+                # left by an earlier policy while the topic was not loaded: it would hold the
+                # backlog (and the ledgers) forever
+                await self._delete_cursor(topic, remote)
+
+    async def _delete_cursor(self, topic: PersistentTopic, remote: str) -> None:
+        try:
+            await topic.ml.delete_cursor(cursor_name(remote, self.prefix))
+        except ManagedLedgerError:
+            log.debug("deleting the replicator cursor of %s on %s failed", remote, topic.name, exc_info=True)
 
     async def _start(self, topic: PersistentTopic, remote: str) -> None:
         cursor = await topic.ml.open_cursor(cursor_name(remote, self.prefix), InitialPosition.EARLIEST)
