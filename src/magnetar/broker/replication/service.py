@@ -246,8 +246,10 @@ class ReplicationService:
         meta = parsed.metadata
         if not meta.HasField("marker_type") or meta.marker_type not in REPLICATED_SUBSCRIPTION_MARKERS:
             return
+        controller = self.controller_of(topic)
+        controller.inbound_markers += 1  # now, before the next snapshot check can count it as news
         self._svc.supervisor.spawn(
-            self.controller_of(topic).received(meta.marker_type, parsed.payload),
+            controller.received(meta.marker_type, parsed.payload),
             name=f"marker:{topic.name}",
             on_error=self._marker_failed,
         )

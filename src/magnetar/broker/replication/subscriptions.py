@@ -160,8 +160,8 @@ class ReplicatedSubscriptions:
 
     # ------------------------------------------------------------ markers from other clusters
     async def received(self, marker_type: int, payload: bytes) -> None:
-        """A replicator of another cluster stored a replicated-subscription marker here."""
-        self.inbound_markers += 1
+        """A replicator of another cluster stored a replicated-subscription marker here (the
+        caller counted it in ``inbound_markers`` as it was stored)."""
         marker = mk.decode(marker_type, payload)
         if isinstance(marker, mk.SnapshotRequest):
             last = self.topic.ml.last_confirmed_entry
