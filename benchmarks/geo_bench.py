@@ -8,6 +8,7 @@ processes, A and B, on loopback; creates a tenant and a namespace replicated to 
    Delay = receive time in B - the message's publish time (both on this machine's clock,
    which is what a replicated message keeps); printed as p50/p95/p99/max, plus the rate
    received in B;
+   The same messages consumed in A give the baseline (publish to receive without replication);
 2. *burst*: ``--burst`` messages published as fast as the client can (batching on) in A;
    replication throughput = messages / (time of the last receipt in B - first publish).
 
@@ -58,10 +59,24 @@ def fixed_rate(
 ) -> None:
     ca, cb = pulsar.Client(a.broker_url), pulsar.Client(b.broker_url)
     consumer = cb.subscribe(topic, "bench", initial_position=pulsar.InitialPosition.Earliest)
+    local = ca.subscribe(topic, "local", initial_position=pulsar.InitialPosition.Earliest)
     producer = ca.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=1)
     total = int(rate * seconds)
     payload = b"x" * size
     delays: list[float] = []
+    local_delays: list[float] = []
+
+    def consume_local() -> None:  # the same messages in A: the baseline without replication
+        while len(local_delays) < total:
+            try:
+                msg = local.receive(timeout_millis=30_000)
+            except pulsar.Timeout:
+                return
+            local_delays.append(time.time() * 1000 - msg.publish_timestamp())
+            local.acknowledge(msg)
+
+    baseline = threading.Thread(target=consume_local)
+    baseline.start()
 
     def produce() -> None:
         t0 = time.monotonic()
@@ -86,12 +101,17 @@ def fixed_rate(
         consumer.acknowledge(msg)
         last = now
     worker.join()
+    baseline.join()
     ms = delays
     print(f"fixed rate {rate} msg/s x {seconds:.0f} s, {size} B: received {len(delays)}/{total} in B, "
           f"{len(delays) / max(1e-9, last - first):.0f} msg/s")  # fmt: skip
     if ms:
         print(f"  delay A->B (ms): p50 {pct(ms, .5):.1f}  p95 {pct(ms, .95):.1f}  "
               f"p99 {pct(ms, .99):.1f}  max {max(ms):.1f}  mean {statistics.fmean(ms):.1f}")  # fmt: skip
+    if local_delays:
+        lm = local_delays
+        print(f"  baseline A->A (ms): p50 {pct(lm, .5):.1f}  p95 {pct(lm, .95):.1f}  "
+              f"p99 {pct(lm, .99):.1f}  max {max(lm):.1f}  mean {statistics.fmean(lm):.1f}")  # fmt: skip
     ca.close()
     cb.close()
 
