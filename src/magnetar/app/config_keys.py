@@ -47,6 +47,14 @@ BROKER_SERVICE_KEYS = frozenset(
         "forceDeleteNamespaceAllowed",
         "brokerClientAuthenticationPlugin",
         "brokerClientAuthenticationParameters",
+        # geo-replication (broker.replication)
+        "replicatorPrefix",
+        "replicationProducerQueueSize",
+        "replicationMetricsEnabled",
+        "magnetarReplicationPolicyCheckIntervalMs",
+        "enableReplicatedSubscriptions",
+        "replicatedSubscriptionsSnapshotFrequencyMillis",
+        "replicatedSubscriptionsSnapshotTimeoutSeconds",
         # web: /metrics and the WebSocket API
         "exposeTopicLevelMetricsInPrometheus",
         "exposeConsumerLevelMetricsInPrometheus",
@@ -61,6 +69,7 @@ ASSEMBLY_KEYS = frozenset(
     {
         "managedLedgerCacheSizeMB",
         "metadataStoreUrl",
+        "configurationMetadataStoreUrl",
         "retentionCheckIntervalInSeconds",
         "functionsWorkerEnabled",
         "functionRuntime",

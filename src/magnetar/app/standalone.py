@@ -41,7 +41,7 @@ from magnetar.app.config_keys import log_unknown_keys
 from magnetar.app.functions_worker import start_functions_worker
 from magnetar.app.healthcheck import make_health_check
 from magnetar.app.plugins import PluginError, Plugins
-from magnetar.app.storage import StorageStack, open_standalone_storage
+from magnetar.app.storage import StorageStack, broker_metadata_view, open_standalone_storage
 from magnetar.app.tls import broker_client_credentials, start_tls_listeners
 from magnetar.runtime import Clock, RealClock, Rng
 from magnetar.web.app import create_app
@@ -174,15 +174,17 @@ class Standalone:
         self._http_socket = _bind_tcp(self.config.bind_address, self.config.web_port)
         self.web_port = self._http_socket.getsockname()[1]
 
+        metadata = await broker_metadata_view(self._storage, self.config.properties, clock=self.clock)
         svc = BrokerService(
             broker_config,
-            self._storage.metadata_store,
+            metadata,
             self._storage.ml_factory,
             self.clock,
             self.rng,
             extensions=self.plugins.ext,
         )
         self.broker_service = svc
+        svc.replication.credentials = broker_client_credentials(self.config.properties)  # replicators
         self._plugin_step(self.plugins.initialize_on, svc)
         await svc.serve(self.config.bind_address, self.config.broker_port)
         self.broker_port = svc.broker_port

@@ -27,7 +27,7 @@ the wire for ``magnetar broker``) are built elsewhere and handed to
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,3 +202,28 @@ async def open_cluster_storage(
         await stack.aclose()
         raise
     return stack
+
+
+async def broker_metadata_view(
+    stack: StorageStack, properties: Mapping[str, str], *, clock: Clock
+) -> MetadataStore:
+    """The metadata store the broker sees: the local one, or -- when
+    ``configurationMetadataStoreUrl`` names another store -- the local one with the
+    configuration paths (clusters, tenants, namespaces, partitioned topics) routed to that
+    shared configuration store (:mod:`magnetar.metadata.routing`).  The configuration store is
+    opened once per stack and closed with it."""
+    from magnetar.metadata.routing import ConfigurationRoutedStore
+
+    url = (properties.get("configurationMetadataStoreUrl") or "").strip()
+    if not url or url == (properties.get("metadataStoreUrl") or "").strip():
+        return stack.metadata_store
+    routed = stack.parts.get("configuration_view")
+    if routed is None:
+        try:
+            configuration = await create_metadata_store(url, clock=clock)
+        except ValueError as exc:
+            raise StorageStartError(f"configurationMetadataStoreUrl: {exc}") from exc
+        stack.closers.append(("configuration metadata store", configuration.aclose))
+        routed = ConfigurationRoutedStore(stack.metadata_store, configuration)
+        stack.parts["configuration_view"] = routed
+    return routed

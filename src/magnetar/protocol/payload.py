@@ -295,3 +295,13 @@ def new_message_metadata(
         if value is not None:
             setattr(meta, name, value)
     return meta
+
+
+def replica_of(parsed: ParsedPayload, source_cluster: str) -> bytes:
+    """A geo-replicator's copy of a stored entry: the same metadata (producer name, sequence
+    id, publish time, key, properties ...) plus ``replicated_from = source_cluster``, and the
+    same payload bytes (a batch stays one batch, compressed stays compressed)."""
+    meta = pb.MessageMetadata()
+    meta.CopyFrom(parsed.metadata)
+    meta.replicated_from = source_cluster
+    return build_headers_and_payload(meta, parsed.payload)

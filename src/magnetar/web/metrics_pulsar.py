@@ -31,6 +31,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from magnetar.broker.replication.stats import METRICS as REPLICATION_METRICS
 from magnetar.broker.service.stats import topic_stats_dict
 from magnetar.common.latency import WRITE_LATENCY_SUFFIXES, LatencyBuckets
 
@@ -133,6 +134,9 @@ class PulsarBrokerCollector(Collector):
         cluster = str(getattr(svc.config, "cluster_name", props.get("clusterName", "standalone")))
         topic_level = _flag(props, "exposeTopicLevelMetricsInPrometheus", True)
         consumer_level = _flag(props, "exposeConsumerLevelMetricsInPrometheus", False)
+        replication_metrics = _flag(props, "replicationMetricsEnabled", True)
+        # (label names, label values, metric) -> value: pulsar_replication_* per remote cluster
+        repl_sums: dict[tuple[tuple[str, ...], tuple[str, ...], str], float] = defaultdict(float)
         fams = _Families()
         totals: dict[str, float] = defaultdict(float)
         ns_sums: dict[tuple[str, str], float] = defaultdict(float)  # (namespace, metric) -> sum
@@ -197,8 +201,19 @@ class PulsarBrokerCollector(Collector):
                 ns_sums[(ns, "pulsar_topics_count")] += 1
                 for name, value in values:
                     ns_sums[(ns, name)] += value
+            if replication_metrics:
+                for remote, rs in stats.get("replication", {}).items():
+                    rl, rv = ["cluster", "namespace", "remote_cluster"], [cluster, ns, remote]
+                    if topic_level:
+                        rl, rv = [*rl, "topic"], [*rv, topic.name]
+                    for name, field in REPLICATION_METRICS:
+                        repl_sums[(tuple(rl), tuple(rv), name)] += float(rs.get(field, 0) or 0)
+                    connected = 1.0 if rs.get("connected") else 0.0
+                    repl_sums[(tuple(rl), tuple(rv), "pulsar_replication_connected_count")] += connected
         for (ns, name), value in ns_sums.items():
             fams.gauge(name, ["cluster", "namespace"], [cluster, ns], value)
+        for (rl, rv, name), value in repl_sums.items():
+            fams.gauge(name, list(rl), list(rv), value)
         if not totals.get("topics_count"):
             # Pulsar prints these with value 0 when the broker owns no topic (dashboards see it).
             for name in ("topics_count", "subscriptions_count", "producers_count", "consumers_count",

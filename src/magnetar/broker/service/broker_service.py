@@ -32,6 +32,7 @@ from magnetar.broker.auth.service import AuthenticationService
 from magnetar.broker.auth.tls import server_ssl_context_from_config
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.interceptors import InterceptorChain
+from magnetar.broker.replication.service import ReplicationService
 from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
 from magnetar.broker.service.admin import TopicAdmin
@@ -84,6 +85,7 @@ class BrokerService(TopicAdmin):
         self.topics = TopicRegistry(self)
         self.topic_list_watchers = TopicListWatchers(self)
         self.compaction = BrokerCompaction(self)
+        self.replication = ReplicationService(self)
         self.connections: set[Connection] = set()
         # Cumulative counts for /metrics: connections_created/closed, lookup_answers/failures,
         # lookup_latency_ms (sum); one dict, plain integer adds.
@@ -135,6 +137,8 @@ class BrokerService(TopicAdmin):
             self._producer_name_prefix = await self._allocate_name_prefix()
         self.supervisor.spawn(self._sample_rates(), name="stats-sampler")
         self.compaction.start()
+        self.supervisor.spawn(self.replication.run(), name="replication-policy-check")
+        self.supervisor.spawn(self.replication.run_snapshots(), name="replicated-subscriptions")
         if self.config.broker_delete_inactive_topics_enabled:
             self.supervisor.spawn(self._unload_idle_topics(), name="idle-topics")
         self._started = True
@@ -159,6 +163,7 @@ class BrokerService(TopicAdmin):
             now = self.clock.monotonic()
             for topic in self.topics.loaded():
                 sample_topic(topic, now - last)
+                self.replication.sample(topic, now - last)
             last = now
 
     async def _allocate_name_prefix(self) -> str:

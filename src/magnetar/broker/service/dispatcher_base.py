@@ -49,6 +49,7 @@ from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.delayed_delivery import tracker_for
 from magnetar.broker.service.dispatch_rate import DispatchRateLimiter
 from magnetar.managed_ledger.api import Entry, Position
+from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS as SERVER_ONLY_MARKERS
 from magnetar.protocol.payload import num_messages, peek_metadata
 
 if TYPE_CHECKING:
@@ -224,8 +225,20 @@ class Dispatcher:
             return True  # a seek or rewind happened while reading: drop what was read
         if not entries:
             return True  # progress without anything to send (all delayed, replay of acked entries)
+        outbound: list[OutboundEntry] = []
+        markers: list[Position] = []
+        for e in entries:
+            out = self._outbound(e)
+            if out is None:
+                markers.append(e.position)
+            else:
+                outbound.append(out)
+        if markers:  # server-only markers (replicated subscriptions): acknowledged, never delivered
+            await self.subscription.cursor.delete(markers)
+            if not outbound or epoch != self._epoch:
+                return True
         sent = self._sent = [0, 0, 0]
-        self.deliver([self._outbound(e) for e in entries])
+        self.deliver(outbound)
         if sent[0]:
             self.rate.charge(sent[0], sent[1], sent[2])
         return True
@@ -270,9 +283,13 @@ class Dispatcher:
                 sent[1] += out.num_messages
                 sent[2] += len(out.entry.data)
 
-    def _outbound(self, entry: Entry) -> OutboundEntry:
+    def _outbound(self, entry: Entry) -> OutboundEntry | None:
+        """The entry as it goes out, or None for a server-only marker (not for consumers)."""
         try:
-            n = num_messages(peek_metadata(entry.data))
+            meta = peek_metadata(entry.data)
+            if meta.HasField("marker_type") and meta.marker_type in SERVER_ONLY_MARKERS:
+                return None
+            n = num_messages(meta)
         except Exception:
             n = 1
         ack_set = self.subscription.cursor.get_ack_set(entry.position)

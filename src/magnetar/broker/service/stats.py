@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
+from magnetar.broker.replication.stats import merge_replication, replication_stats
+
 if TYPE_CHECKING:
     from magnetar.broker.service.topic import PersistentTopic
 
@@ -31,9 +33,12 @@ _SUMMED = (
 
 def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
     subs = {name: s.to_stats() for name, s in sorted(topic.subscriptions.items())}
+    replicator_cursors = {r.cursor.name for r in topic.replicators.values()}
     for name in sorted(topic.ml.cursors):
-        if name not in subs and name != "pulsar.dedup":  # the dedup snapshot cursor is no subscription
+        # the dedup snapshot cursor and the replicators' cursors are no subscriptions
+        if name not in subs and name != "pulsar.dedup" and name not in replicator_cursors:
             cursor = topic.ml.cursors[name]
+            replicated = cursor.properties.get("pulsar.replicated.subscription") == 1
             backlog = cursor.number_of_entries_in_backlog()
             expired = topic.expired.get(name)
             subs[name] = {
@@ -50,9 +55,9 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
                 "type": "Exclusive",
                 "consumers": [],
                 "isDurable": True,
-                "isReplicated": False,
+                "isReplicated": replicated,
                 "durable": True,
-                "replicated": False,
+                "replicated": replicated,
                 "blockedSubscriptionOnUnackedMsgs": False,
             }
     msg_out = sum(s.get("msgOutCounter", 0) for s in subs.values())
@@ -81,7 +86,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         "publishers": [p.to_stats() for p in topic.producers.values()],
         "waitingPublishers": 0,
         "subscriptions": subs,
-        "replication": {},
+        "replication": replication_stats(topic, topic.clock.time_ms()),
         "deduplicationStatus": "Enabled" if topic.dedup is not None else "Disabled",
         "nonContiguousDeletedMessagesRanges": 0,
         "nonContiguousDeletedMessagesRangesSerializedSize": 0,
@@ -162,6 +167,7 @@ def merge_topic_stats(parts: list[dict]) -> dict:
             agg["consumers"].extend(sub.get("consumers", []))
     for sub in out["subscriptions"].values():
         sub.pop("_merged", None)
+    out["replication"] = merge_replication([p.get("replication", {}) for p in parts])
     if out["msgInCounter"]:
         out["averageMsgSize"] = out["bytesInCounter"] / out["msgInCounter"]
     return out

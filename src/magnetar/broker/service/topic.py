@@ -69,6 +69,9 @@ from magnetar.protocol.payload import num_messages, peek_metadata
 from magnetar.runtime import Clock, TaskSupervisor
 
 if TYPE_CHECKING:
+    from magnetar.broker.replication.replicator import Replicator
+    from magnetar.broker.replication.service import InboundReplication
+    from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
     from magnetar.broker.service.consumer import Consumer
 
 log = logging.getLogger(__name__)
@@ -137,6 +140,11 @@ class PersistentTopic:
         self.backlog_age_exceeded = False  # the message_age backlog quota is over its limit
         self.oldest_backlog_age_s = -1  # oldestBacklogMessageAgeSeconds (under a message_age quota)
         self.expired: dict[str, ExpiryCounter] = {}  # messages expired by TTL, per subscription
+        # Geo-replication: one replicator per remote cluster (broker.replication starts them).
+        self.replicators: dict[str, Replicator] = {}
+        self.replicated_subscriptions: ReplicatedSubscriptions | None = None
+        # Set by the registry: sees what remote clusters' replicators store here (their markers).
+        self.inbound_replication: InboundReplication | None = None
 
     def apply_policies(self, policies: TopicPolicies) -> None:
         """Replace the effective policies (one assignment: readers see old or new, never a mix)."""
@@ -196,10 +204,15 @@ class PersistentTopic:
             fut.set_exception(errors.TopicFencedError(f"Topic {self.name} is closing"))
             return fut
         if self.dedup is not None:
-            return self.dedup.add(
+            fut = self.dedup.add(
                 producer.producer_name, data, lambda: self._start_add(data, n_messages, is_batch)
             )
-        return self._start_add(data, n_messages, is_batch)
+        else:
+            fut = self._start_add(data, n_messages, is_batch)
+        inbound = self.inbound_replication
+        if inbound is not None and producer.producer_name.startswith(inbound.producer_prefix):
+            fut.add_done_callback(lambda f: inbound.entry_stored(self, data, f))  # markers (.replication)
+        return fut
 
     def _start_add(self, data: bytes, n_messages: int, is_batch: bool) -> asyncio.Task[Position]:
         """One add, owned by the topic (``_adds``); its result or error goes to the producer
@@ -328,6 +341,9 @@ class PersistentTopic:
         if self.state is not TopicState.ACTIVE:
             return
         self._set_state(TopicState.CLOSING)
+        for replicator in list(self.replicators.values()):  # they read the ledger: stop them first
+            await replicator.close()
+        self.replicators.clear()
         # Publishes in flight finish first (their receipts go out), so the client has nothing
         # to re-send after it reconnects; new SENDs already fail (the topic is CLOSING).
         for producer in list(self.producers.values()):
@@ -364,4 +380,8 @@ class PersistentTopic:
 
     @property
     def has_clients(self) -> bool:
-        return bool(self.producers) or any(s.consumers for s in self.subscriptions.values())
+        return (
+            bool(self.producers)
+            or any(s.consumers for s in self.subscriptions.values())
+            or any(r.backlog() > 0 for r in self.replicators.values())  # still replicating
+        )

@@ -29,6 +29,8 @@ from magnetar.broker import errors
 from magnetar.broker.service.dedup import MessageDeduplication, deduplication_enabled
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.topic import PersistentTopic
+from magnetar.managed_ledger.api import ManagedLedgerError
+from magnetar.metadata.api import MetadataError
 from magnetar.runtime import wait_for
 
 if TYPE_CHECKING:
@@ -138,6 +140,7 @@ class TopicRegistry:
             topic.on_fenced = self._unload_fenced
             if await deduplication_enabled(self._svc, topic):
                 topic.dedup = await MessageDeduplication.load(topic)
+            await self._start_replication(topic)
         except BaseException as exc:
             if self._topics.get(ref.full_name) is fut:
                 del self._topics[ref.full_name]
@@ -149,6 +152,15 @@ class TopicRegistry:
             return
         fut.set_result(topic)
         self._svc.topic_list_watchers.changed(ref.namespace)  # a topic may have been created
+
+    async def _start_replication(self, topic: PersistentTopic) -> None:
+        """Replicator cursors exist before the first producer attaches (broker.replication);
+        a failure here is retried by the replication service's periodic check."""
+        topic.inbound_replication = self._svc.replication
+        try:
+            await self._svc.replication.topic_loaded(topic)
+        except (MetadataError, ManagedLedgerError) as exc:
+            log.warning("starting replication of %s failed (retried by the policy check): %s", topic.name, exc)
 
     def _unload_fenced(self, topic: PersistentTopic) -> None:
         if topic.active:

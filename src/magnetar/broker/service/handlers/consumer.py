@@ -81,6 +81,8 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
     start = _pos(cmd.start_message_id) if cmd.HasField("start_message_id") else None
     initial = cmd.initialPosition if cmd.HasField("initialPosition") else InitialPosition.Latest
     sub = await topic.get_or_create_subscription(cmd.subscription, initial, durable, start)
+    if durable and cmd.HasField("replicate_subscription_state"):
+        await svc.replication.subscription_state(topic, cmd.subscription, cmd.replicate_subscription_state)
     if cmd.HasField("read_compacted") and cmd.read_compacted:
         enable_read_compacted(svc, sub, sub_type, start, initial)
     consumer = Consumer(

@@ -1,0 +1,278 @@
+"""The broker's replication service: which topics replicate where, and their replicators.
+
+Theory of operation: one :class:`ReplicationService` per broker, owned by the
+BrokerService.  A persistent topic replicates to every cluster in its
+replication clusters other than the local one: the topic-level policy
+(``replicationClusters`` in the topic's override document) if set, else the
+namespace's ``replication_clusters`` (both live in the configuration store
+when one is configured).  System namespaces and ``__``-prefixed system topics
+never replicate.
+
+* :meth:`topic_loaded` runs inside the topic's load, before any producer can
+  attach, so no message is published before its replicator cursors exist
+  (a new cursor starts at the earliest entry: nothing written under a
+  replication policy is missed).
+* :meth:`run` re-checks every loaded topic each ``replicationPolicyCheck``
+  interval (``magnetarReplicationPolicyCheckIntervalMs``, 1 s by default):
+  replicators for clusters added are started, those for clusters removed are
+  closed and their cursors deleted (Pulsar's removeReplicator).
+* A topic owns its replicators (``topic.replicators``) and closes them before
+  its managed ledger (``PersistentTopic.close``).
+
+Each replicator's task is the service's: it is spawned on the broker's
+supervisor with ``on_error`` pointing back here, so a replicator that dies of
+an unexpected error is logged, counted and restarted by the next check.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Protocol
+
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
+from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
+from magnetar.broker.resources.base import JsonStore
+from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError
+from magnetar.metadata.api import MetadataError
+from magnetar.protocol.errors import ProtocolError
+from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
+from magnetar.protocol.payload import parse_headers_and_payload
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from magnetar.broker.service.topic import PersistentTopic
+
+log = logging.getLogger(__name__)
+
+SYSTEM_NAMESPACES = frozenset({"pulsar/system"})
+DEFAULT_CHECK_INTERVAL_MS = 1000
+DEFAULT_SNAPSHOT_FREQUENCY_MS = 1000
+DEFAULT_SNAPSHOT_TIMEOUT_S = 30
+
+
+class InboundReplication(Protocol):
+    """What a topic calls for entries stored by another cluster's replicator."""
+
+    producer_prefix: str
+
+    def entry_stored(self, topic: PersistentTopic, data: bytes, fut: asyncio.Future[Any]) -> None: ...
+
+
+class ReplicationService:
+    def __init__(self, service: Any) -> None:
+        self._svc = service
+        props = service.config.as_properties()
+        self.local_cluster: str = service.config.cluster_name
+        self.prefix = props.get("replicatorPrefix") or REPLICATOR_PREFIX
+        self.max_pending = int(props.get("replicationProducerQueueSize") or 1000)
+        self.check_interval_s = (
+            int(props.get("magnetarReplicationPolicyCheckIntervalMs") or DEFAULT_CHECK_INTERVAL_MS) / 1000.0
+        )
+        self.metrics_enabled = str(props.get("replicationMetricsEnabled", "true")).lower() != "false"
+        self.failures = 0
+        # (auth method, auth data) replicators present to remote clusters: the composition root
+        # sets it from brokerClientAuthenticationPlugin/Parameters (None: no authentication).
+        self.credentials: tuple[str, bytes] | None = None
+        self.producer_prefix = f"{self.prefix}."
+        self.replicated_subscriptions_enabled = (
+            str(props.get("enableReplicatedSubscriptions", "true")).lower() != "false"
+        )
+        self.snapshot_frequency_s = (
+            int(props.get("replicatedSubscriptionsSnapshotFrequencyMillis") or DEFAULT_SNAPSHOT_FREQUENCY_MS)
+            / 1000.0
+        )
+        self.snapshot_timeout_s = float(
+            props.get("replicatedSubscriptionsSnapshotTimeoutSeconds") or DEFAULT_SNAPSHOT_TIMEOUT_S
+        )
+
+    # ------------------------------------------------------------ policy
+    async def clusters_of(self, topic: PersistentTopic) -> list[str]:
+        """The remote clusters ``topic`` replicates to (empty: none)."""
+        from magnetar.broker.service.policies import topic_policies_path  # service imports us
+
+        ref = topic.ref
+        if ref.namespace in SYSTEM_NAMESPACES or ref.local_name.startswith("__"):
+            return []
+        doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(ref)) or {}
+        clusters = doc.get("replicationClusters")
+        if not clusters:
+            policies = await self._svc.resources.namespaces.get(ref.namespace) or {}
+            clusters = policies.get("replication_clusters") or []
+        return sorted(c for c in set(clusters) if c != self.local_cluster)
+
+    async def broker_url_of(self, cluster: str) -> str | None:
+        data = await self._svc.resources.clusters.get(cluster)
+        return (data or {}).get("brokerServiceUrl") or None
+
+    # ------------------------------------------------------------ topics
+    async def topic_loaded(self, topic: PersistentTopic) -> None:
+        if not topic.ref.persistent:
+            return
+        await self.reconcile(topic, await self.clusters_of(topic))
+
+    async def reconcile(self, topic: PersistentTopic, clusters: list[str]) -> None:
+        for remote in clusters:
+            if remote not in topic.replicators and topic.active:
+                await self._start(topic, remote)
+        for remote in [c for c in topic.replicators if c not in clusters]:
+            replicator = topic.replicators.pop(remote)
+            await replicator.close()
+            await self._delete_cursor(topic, remote)
+            log.info("replication of %s to %s stopped", topic.name, remote)
+        head = f"{self.prefix}."
+        for name in [n for n in topic.ml.cursors if n.startswith(head)]:
+            remote = name[len(head) :]
+            if remote not in clusters and remote not in topic.replicators:
+                # left by an earlier policy while the topic was not loaded: it would hold the
+                # backlog (and the ledgers) forever
+                await self._delete_cursor(topic, remote)
+
+    async def _delete_cursor(self, topic: PersistentTopic, remote: str) -> None:
+        try:
+            await topic.ml.delete_cursor(cursor_name(remote, self.prefix))
+        except ManagedLedgerError:
+            log.debug("deleting the replicator cursor of %s on %s failed", remote, topic.name, exc_info=True)
+
+    async def _start(self, topic: PersistentTopic, remote: str) -> None:
+        cursor = await topic.ml.open_cursor(cursor_name(remote, self.prefix), InitialPosition.EARLIEST)
+        replicator = Replicator(
+            topic_name=topic.name,
+            local_cluster=self.local_cluster,
+            remote_cluster=remote,
+            cursor=cursor,
+            url_of=self.broker_url_of,
+            clock=self._svc.clock,
+            max_pending=self.max_pending,
+            prefix=self.prefix,
+            credentials=self.credentials,
+        )
+        topic.replicators[remote] = replicator
+        replicator.task = self._svc.supervisor.spawn(
+            replicator.run(), name=f"replicator:{topic.name}->{remote}", on_error=self._replicator_failed
+        )
+        log.info("replication of %s to %s started", topic.name, remote)
+
+    def _replicator_failed(self, name: str, exc: BaseException) -> None:
+        self.failures += 1
+        log.error("%s failed; the next policy check restarts it", name, exc_info=exc)
+
+    async def _check_loop(self) -> None:
+        while True:
+            await self._svc.clock.sleep(self.check_interval_s)
+            for topic in self._svc.topics.loaded():
+                if not topic.active or not topic.ref.persistent:
+                    continue
+                for remote, replicator in list(topic.replicators.items()):
+                    if replicator.task is not None and replicator.task.done():
+                        topic.replicators.pop(remote, None)  # died: started again below
+                try:
+                    await self.reconcile(topic, await self.clusters_of(topic))
+                except (MetadataError, ManagedLedgerError) as exc:
+                    log.info("replication check of %s failed: %s", topic.name, exc)
+
+    async def load_replicated_topics(self) -> int:
+        """At start: load every local persistent topic of a namespace that replicates, so a
+        backlog left by a restart drains without waiting for a client to touch the topic
+        (Pulsar loads a replicated namespace's topics when it owns the bundle).  Returns how
+        many topics were loaded."""
+        from magnetar.broker.service.names import from_managed_ledger_name  # service imports us
+
+        loaded = 0
+        res = self._svc.resources
+        for tenant in await res.tenants.list():
+            try:
+                namespaces = await res.namespaces.list(tenant)
+            except BrokerError:
+                continue  # deleted meanwhile
+            for ns in namespaces:
+                policies = await res.namespaces.get(ns) or {}
+                if not [c for c in policies.get("replication_clusters") or [] if c != self.local_cluster]:
+                    continue
+                for ml_name in await self._svc.ml_factory.list_names(f"{ns}/persistent/"):
+                    ref = from_managed_ledger_name(ml_name)
+                    if ref is None or ref.is_system:
+                        continue
+                    try:
+                        await self._svc.topics.get_topic(ref, create=False)
+                        loaded += 1
+                    except BrokerError as exc:
+                        log.info("loading replicated topic %s failed: %s", ref.full_name, exc)
+        return loaded
+
+    async def run(self) -> None:
+        """The periodic policy check (a task of the broker's supervisor); first, the topics of
+        replicated namespaces are loaded."""
+        try:
+            n = await self.load_replicated_topics()
+            if n:
+                log.info("loaded %d topics of replicated namespaces", n)
+        except (MetadataError, ManagedLedgerError, BrokerError) as exc:
+            log.warning("loading the topics of replicated namespaces failed: %s", exc)
+        await self._check_loop()
+
+    def sample(self, topic: PersistentTopic, elapsed_s: float) -> None:
+        for replicator in topic.replicators.values():
+            replicator.sample(elapsed_s)
+
+    # ------------------------------------------------------------ replicated subscriptions
+    def controller_of(self, topic: PersistentTopic) -> ReplicatedSubscriptions:
+        controller = topic.replicated_subscriptions
+        if controller is None:
+            controller = ReplicatedSubscriptions(
+                topic, self.local_cluster, self._svc.clock, snapshot_timeout_s=self.snapshot_timeout_s
+            )
+            topic.replicated_subscriptions = controller
+        return controller
+
+    async def subscription_state(self, topic: PersistentTopic, name: str, replicated: bool) -> None:
+        """SUBSCRIBE with ``replicate_subscription_state``: true makes the subscription
+        replicated (false leaves it as it is, as Pulsar does)."""
+        if replicated and self.replicated_subscriptions_enabled and topic.ref.persistent:
+            await ReplicatedSubscriptions.mark(topic, name)
+
+    def entry_stored(self, topic: PersistentTopic, data: bytes, fut: asyncio.Future[Any]) -> None:
+        """Done-callback of an add by another cluster's replicator: hand its markers over."""
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        pos = fut.result()
+        if pos.ledger_id < 0:  # a duplicate: stored before
+            return
+        try:
+            parsed = parse_headers_and_payload(data, verify=False)
+        except ProtocolError:
+            return
+        meta = parsed.metadata
+        if not meta.HasField("marker_type") or meta.marker_type not in REPLICATED_SUBSCRIPTION_MARKERS:
+            return
+        controller = self.controller_of(topic)
+        controller.inbound_markers += 1  # now, before the next snapshot check can count it as news
+        self._svc.supervisor.spawn(
+            controller.received(meta.marker_type, parsed.payload),
+            name=f"marker:{topic.name}",
+            on_error=self._marker_failed,
+        )
+
+    def _marker_failed(self, name: str, exc: BaseException) -> None:
+        self.failures += 1
+        log.warning("%s failed: %s", name, exc)
+
+    async def run_snapshots(self) -> None:
+        """Every replicatedSubscriptionsSnapshotFrequencyMillis: each replicating topic with a
+        replicated subscription takes its step (a task of the broker's supervisor)."""
+        if not self.replicated_subscriptions_enabled:
+            return
+        while True:
+            await self._svc.clock.sleep(self.snapshot_frequency_s)
+            for topic in self._svc.topics.loaded():
+                if not topic.active or not topic.ref.persistent or not topic.replicators:
+                    continue
+                if topic.replicated_subscriptions is None and not any(
+                    c.properties.get("pulsar.replicated.subscription") == 1 for c in topic.ml.cursors.values()
+                ):
+                    continue
+                try:
+                    await self.controller_of(topic).tick()
+                except (ManagedLedgerError, ProtocolError) as exc:
+                    log.info("replicated-subscription snapshot of %s failed: %s", topic.name, exc)
