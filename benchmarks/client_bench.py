@@ -18,6 +18,7 @@ two columns can be compared; absolute values depend on the broker (which
 writes every entry to its own storage) as much as on the clients.
 
     .venv/bin/python benchmarks/client_bench.py [--url pulsar://...] [--batched N] [--unbatched N]
+        [--parts throughput,latency] [--rounds N]
         [--rate R] [--seconds S] [--size BYTES]
 """
 
@@ -75,15 +76,19 @@ def official_run(url: str, args: argparse.Namespace) -> dict[str, float]:
         p.close()
         return rate
 
-    topic = _topic("off-b")
-    sub = client.subscribe(topic, "bench", initial_position=pulsar.InitialPosition.Earliest)
-    out["publish batched msg/s"] = publish(topic, args.batched, True)
-    out["publish unbatched msg/s"] = publish(_topic("off-u"), args.unbatched, False)
-    t0 = time.perf_counter()
-    for _ in range(args.batched):
-        sub.acknowledge(sub.receive(10_000))
-    out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
-    sub.close()
+    if "throughput" in args.parts:
+        topic = _topic("off-b")
+        sub = client.subscribe(topic, "bench", initial_position=pulsar.InitialPosition.Earliest)
+        out["publish batched msg/s"] = publish(topic, args.batched, True)
+        out["publish unbatched msg/s"] = publish(_topic("off-u"), args.unbatched, False)
+        t0 = time.perf_counter()
+        for _ in range(args.batched):
+            sub.acknowledge(sub.receive(10_000))
+        out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
+        sub.close()
+    if "latency" not in args.parts:
+        client.close()
+        return out
 
     topic = _topic("off-l")
     cons = client.subscribe(topic, "lat")
@@ -138,15 +143,19 @@ async def native_run(url: str, args: argparse.Namespace) -> dict[str, float]:
         await p.close()
         return rate
 
-    topic = _topic("nat-b")
-    sub = await client.subscribe(topic, "bench", initial_position="earliest")
-    out["publish batched msg/s"] = await publish(topic, args.batched, True)
-    out["publish unbatched msg/s"] = await publish(_topic("nat-u"), args.unbatched, False)
-    t0 = time.perf_counter()
-    for _ in range(args.batched):
-        await sub.acknowledge(await sub.receive(10_000))
-    out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
-    await sub.close()
+    if "throughput" in args.parts:
+        topic = _topic("nat-b")
+        sub = await client.subscribe(topic, "bench", initial_position="earliest")
+        out["publish batched msg/s"] = await publish(topic, args.batched, True)
+        out["publish unbatched msg/s"] = await publish(_topic("nat-u"), args.unbatched, False)
+        t0 = time.perf_counter()
+        for _ in range(args.batched):
+            await sub.acknowledge(await sub.receive(10_000))
+        out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
+        await sub.close()
+    if "latency" not in args.parts:
+        await client.close()
+        return out
 
     topic = _topic("nat-l")
     cons = await client.subscribe(topic, "lat")
@@ -176,6 +185,23 @@ async def native_run(url: str, args: argparse.Namespace) -> dict[str, float]:
     return out
 
 
+def _median(values: list[float]) -> float:
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def _one_round(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    results = {"official (C++ core)": official_run(url, args)}
+    if args.loop in ("asyncio", "both"):
+        results["magnetar.client asyncio"] = asyncio.run(native_run(url, args))
+    if args.loop in ("uvloop", "both"):
+        import uvloop
+
+        results["magnetar.client uvloop"] = uvloop.run(native_run(url, args))
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", help="broker service URL (default: start a standalone)")
@@ -187,7 +213,12 @@ def main() -> None:
     ap.add_argument(
         "--loop", choices=("uvloop", "asyncio", "both"), default="both", help="magnetar.client's loop"
     )
+    ap.add_argument("--parts", default="throughput,latency", help="throughput, latency or both (comma list)")
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="rounds, each running every client in turn; medians printed"
+    )
     args = ap.parse_args()
+    args.parts = set(args.parts.split(","))
     proc = None
     url = args.url
     if url is None:
@@ -196,22 +227,33 @@ def main() -> None:
         proc = StandaloneProcess(tempfile.mkdtemp(prefix="client-bench-") + "/data")
         proc.start()
         url = proc.broker_url
+    rounds: list[dict[str, dict[str, float]]] = []
     try:
-        results = {"official (C++ core)": official_run(url, args)}
-        if args.loop in ("asyncio", "both"):
-            results["magnetar.client asyncio"] = asyncio.run(native_run(url, args))
-        if args.loop in ("uvloop", "both"):
-            import uvloop
-
-            results["magnetar.client uvloop"] = uvloop.run(native_run(url, args))
+        for _ in range(args.rounds):
+            rounds.append(_one_round(url, args))
     finally:
         if proc is not None:
             proc.terminate()
-    names = list(next(iter(results.values())))
+    clients = list(rounds[0])
+    results = {c: {k: _median([r[c][k] for r in rounds]) for k in rounds[0][c]} for c in clients}
+    names = list(results[clients[0]])
+    official = results[clients[0]]
     print(f"{args.size}-byte messages; e2e at {args.rate:g} msg/s for {args.seconds:g} s; broker {url}")
+    if args.rounds > 1:
+        print(
+            f"medians of {args.rounds} rounds (each round runs the clients in turn); ratio = client / official"
+        )
     print(f"{'':26}" + "".join(f"{k:>25}" for k in results))
     for name in names:
         print(f"{name:26}" + "".join(f"{r[name]:>25,.1f}" for r in results.values()))
+    for c in clients[1:]:
+        ratios = ", ".join(f"{n} {results[c][n] / official[n]:.2f}" for n in names if official[n])
+        print(f"ratio {c}: {ratios}")
+    if args.rounds > 1:
+        for c in clients:
+            for n in names:
+                if n.startswith("e2e p50"):
+                    print(f"{c} {n} per round: " + " ".join(f"{r[c][n]:.1f}" for r in rounds))
 
 
 if __name__ == "__main__":

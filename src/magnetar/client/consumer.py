@@ -39,6 +39,11 @@ from magnetar.protocol.message_id import MessageId
 log = logging.getLogger(__name__)
 
 
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(Timeout("no message received in time"))
+
+
 class MessageQueue:
     """An unbounded FIFO of messages with awaitable ``get`` and selective removal."""
 
@@ -61,22 +66,24 @@ class MessageQueue:
         return self._items.popleft() if self._items else None
 
     async def get(self, timeout_s: float | None) -> Message:
+        """Wait for a message: one future per wait and, with a timeout, one timer (no wait_for task)."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout_s is None else loop.time() + timeout_s
         while not self._items:
             w = loop.create_future()
             self._waiters.append(w)
+            timer = None
+            if deadline is not None:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    w.cancel()
+                    raise Timeout("no message received in time")
+                timer = loop.call_later(remaining, _expire, w)
             try:
-                if deadline is None:
-                    await w
-                else:
-                    remaining = deadline - loop.time()
-                    if remaining <= 0:
-                        raise Timeout("no message received in time")
-                    await asyncio.wait_for(w, remaining)
-            except TimeoutError:
-                raise Timeout("no message received in time") from None
+                await w
             finally:
+                if timer is not None:
+                    timer.cancel()
                 if not w.done():
                     w.cancel()
         return self._items.popleft()
