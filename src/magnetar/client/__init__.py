@@ -23,7 +23,7 @@ from magnetar.client.auth import (
     AuthenticationTLS,
     AuthenticationToken,
 )
-from magnetar.client.client import Client, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy
+from magnetar.client.client import Client
 from magnetar.client.consumer import Consumer
 from magnetar.client.errors import *  # noqa: F403
 from magnetar.client.errors import PulsarException, Timeout
@@ -53,6 +53,8 @@ from magnetar.client.tableview import TableView
 from magnetar.client.types import (
     BatchingType,
     CompressionType,
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
     ConsumerType,
     HashingScheme,
     InitialPosition,
