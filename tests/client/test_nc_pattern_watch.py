@@ -63,7 +63,9 @@ async def test_pattern_consumer_polls_when_the_broker_has_no_watchers(tmp_path):
         try:
             prefix = f"pp{uuid.uuid4().hex[:6]}"
             pattern = re.compile(f"persistent://public/default/{prefix}-.*")
-            c = await client.subscribe(pattern, "p", initial_position="earliest", pattern_auto_discovery_period=1)
+            c = await client.subscribe(
+                pattern, "p", initial_position="earliest", pattern_auto_discovery_period=1
+            )
             cnx_features = client.pool.connections[0].server_features
             assert "supports_topic_watchers" not in cnx_features
             assert not c.discovery.watching
