@@ -190,9 +190,6 @@ class Subscribing:
             consumer._resolver = SchemaResolver(self, schema)
         try:
             await consumer.add_topic(str(TopicName.get(topic)))
-            special = start_message_id.ledger_id < 0 or start_message_id.ledger_id == LATEST.ledger_id
-            if len(consumer._children) != 1 and not special:
-                raise NotSupported("a reader of a partitioned topic starts at EARLIEST or LATEST")
             reader = Reader(consumer, start_message_id, start_message_id_inclusive)
             await reader._position_latest_inclusive()
         except BaseException:
