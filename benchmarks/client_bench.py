@@ -11,6 +11,12 @@ for each client in turn, on fresh topics:
 * end-to-end latency at a paced ``--rate`` msg/s (5,000 by default) for
   ``--seconds``: each payload carries its send time (``time.perf_counter``, same
   process), the consumer records receive time minus send time; p50 / p99 / max.
+  Both clients are paced alike: the official run's sender sleeps with
+  ``time.sleep``; magnetar.client's sender is woken on its loop by a thread
+  pacing the same way (``--pacing thread``, as messages that arrive from I/O).
+  ``--pacing sleep`` paces with ``asyncio.sleep`` instead, which asyncio and
+  uvloop round up to whole milliseconds: sends then come in bursts of
+  ``rate/1000`` and each burst waits the full batching delay.
 
 magnetar.client runs on the standard asyncio loop and on uvloop (``--loop``).
 Every figure comes from the same machine and broker within one run, so the
@@ -126,7 +132,7 @@ def _lat(lat: list[float]) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- magnetar.client
-async def native_run(url: str, args: argparse.Namespace) -> dict[str, float]:
+async def native_run(url: str, args: argparse.Namespace, pacing: str = "thread") -> dict[str, float]:
     from magnetar.client import Client
 
     client = Client(url, operation_timeout_seconds=30)
@@ -172,12 +178,38 @@ async def native_run(url: str, args: argparse.Namespace) -> dict[str, float]:
             await cons.acknowledge(msg)
 
     rx = asyncio.create_task(receive_all())
-    t0 = time.perf_counter()
     futs = []
-    for i in range(total):
-        delay = t0 + i / args.rate - time.perf_counter()
-        await asyncio.sleep(max(0.0, delay))  # a paced sender yields even when behind schedule
-        futs.append(await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:]))
+    if pacing == "sleep":
+        t0 = time.perf_counter()
+        for i in range(total):
+            delay = t0 + i / args.rate - time.perf_counter()
+            await asyncio.sleep(max(0.0, delay))  # a paced sender yields even when behind schedule
+            futs.append(await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:]))
+    else:
+        loop = asyncio.get_running_loop()
+        due = [0]
+        waiter: list[asyncio.Future[None] | None] = [None]
+
+        def tick() -> None:  # on the loop: one more message is due
+            due[0] += 1
+            w = waiter[0]
+            if w is not None and not w.done():
+                w.set_result(None)
+
+        def pacer() -> None:  # the official run's pacing (time.sleep), waking the loop at each due time
+            t0 = time.perf_counter()
+            for i in range(total):
+                delay = t0 + i / args.rate - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                loop.call_soon_threadsafe(tick)
+
+        threading.Thread(target=pacer, daemon=True).start()
+        for i in range(total):
+            while due[0] <= i:
+                waiter[0] = loop.create_future()
+                await waiter[0]
+            futs.append(await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:]))
     await asyncio.gather(*futs)
     await asyncio.wait_for(rx, 120)
     out.update(_lat(lat))
@@ -193,12 +225,15 @@ def _median(values: list[float]) -> float:
 
 def _one_round(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     results = {"official (C++ core)": official_run(url, args)}
-    if args.loop in ("asyncio", "both"):
-        results["magnetar.client asyncio"] = asyncio.run(native_run(url, args))
-    if args.loop in ("uvloop", "both"):
-        import uvloop
+    pacings = ["thread", "sleep"] if args.pacing == "both" else [args.pacing]
+    for pacing in pacings:
+        tag = "" if pacing == "thread" else " sleep-paced"
+        if args.loop in ("asyncio", "both"):
+            results["magnetar.client asyncio" + tag] = asyncio.run(native_run(url, args, pacing))
+        if args.loop in ("uvloop", "both"):
+            import uvloop
 
-        results["magnetar.client uvloop"] = uvloop.run(native_run(url, args))
+            results["magnetar.client uvloop" + tag] = uvloop.run(native_run(url, args, pacing))
     return results
 
 
@@ -212,6 +247,13 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument(
         "--loop", choices=("uvloop", "asyncio", "both"), default="both", help="magnetar.client's loop"
+    )
+    ap.add_argument(
+        "--pacing",
+        choices=("thread", "sleep", "both"),
+        default="thread",
+        help="latency sender of magnetar.client: a thread paced as the official run's (time.sleep) wakes "
+        "the loop at each due time; or asyncio.sleep, which the loop rounds up to whole milliseconds",
     )
     ap.add_argument("--parts", default="throughput,latency", help="throughput, latency or both (comma list)")
     ap.add_argument(
