@@ -99,7 +99,10 @@ def official_run(url: str, args: argparse.Namespace) -> dict[str, float]:
     topic = _topic("off-l")
     cons = client.subscribe(topic, "lat")
     prod = client.create_producer(
-        topic, batching_enabled=True, batching_max_publish_delay_ms=1, block_if_queue_full=True
+        topic,
+        batching_enabled=args.lat_delay_ms > 0,
+        batching_max_publish_delay_ms=max(1, args.lat_delay_ms),
+        block_if_queue_full=True,
     )
     total = int(args.rate * args.seconds)
     lat: list[float] = []
@@ -166,7 +169,10 @@ async def native_run(url: str, args: argparse.Namespace, pacing: str = "thread")
     topic = _topic("nat-l")
     cons = await client.subscribe(topic, "lat")
     prod = await client.create_producer(
-        topic, batching_enabled=True, batching_max_publish_delay_ms=1, block_if_queue_full=True
+        topic,
+        batching_enabled=args.lat_delay_ms > 0,
+        batching_max_publish_delay_ms=max(1, args.lat_delay_ms),
+        block_if_queue_full=True,
     )
     total = int(args.rate * args.seconds)
     lat: list[float] = []
@@ -254,6 +260,9 @@ def main() -> None:
         default="thread",
         help="latency sender of magnetar.client: a thread paced as the official run's (time.sleep) wakes "
         "the loop at each due time; or asyncio.sleep, which the loop rounds up to whole milliseconds",
+    )
+    ap.add_argument(
+        "--lat-delay-ms", type=int, default=1, help="batching delay of the latency runs (0: no batching)"
     )
     ap.add_argument("--parts", default="throughput,latency", help="throughput, latency or both (comma list)")
     ap.add_argument(
