@@ -11,12 +11,17 @@ for each client in turn, on fresh topics:
 * end-to-end latency at a paced ``--rate`` msg/s (5,000 by default) for
   ``--seconds``: each payload carries its send time (``time.perf_counter``, same
   process), the consumer records receive time minus send time; p50 / p99 / max.
-  Both clients are paced alike: the official run's sender sleeps with
-  ``time.sleep``; magnetar.client's sender is woken on its loop by a thread
-  pacing the same way (``--pacing thread``, as messages that arrive from I/O).
-  ``--pacing sleep`` paces with ``asyncio.sleep`` instead, which asyncio and
-  uvloop round up to whole milliseconds: sends then come in bursts of
-  ``rate/1000`` and each burst waits the full batching delay.
+  The official run's sender sleeps with ``time.sleep``; magnetar.client's
+  (``--pacing sleep``, the default) with ``asyncio.sleep``, which asyncio and
+  uvloop round up to whole milliseconds, so its sends come in bursts of about
+  ``rate/1000`` and each burst waits the whole batching delay (about 0.5 ms
+  more per message than evenly spaced sends). ``--pacing thread`` wakes the
+  loop from a thread paced like the official sender instead: even spacing,
+  but one cross-thread wake-up and GIL hand-off per message, which on a
+  loaded machine costs far more than it saves. ``--pacing both`` runs both.
+  ``--rounds N`` repeats everything N times, each round running every client
+  in turn, and prints medians, the ratios to the official client and the
+  per-round p50s (the machine may be shared: compare within rounds).
 
 magnetar.client runs on the standard asyncio loop and on uvloop (``--loop``).
 Every figure comes from the same machine and broker within one run, so the
@@ -24,7 +29,7 @@ two columns can be compared; absolute values depend on the broker (which
 writes every entry to its own storage) as much as on the clients.
 
     .venv/bin/python benchmarks/client_bench.py [--url pulsar://...] [--batched N] [--unbatched N]
-        [--parts throughput,latency] [--rounds N]
+        [--parts throughput,latency] [--rounds N] [--pacing sleep|thread|both] [--lat-delay-ms MS]
         [--rate R] [--seconds S] [--size BYTES]
 """
 
@@ -135,7 +140,7 @@ def _lat(lat: list[float]) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- magnetar.client
-async def native_run(url: str, args: argparse.Namespace, pacing: str = "thread") -> dict[str, float]:
+async def native_run(url: str, args: argparse.Namespace, pacing: str = "sleep") -> dict[str, float]:
     from magnetar.client import Client
 
     client = Client(url, operation_timeout_seconds=30)
@@ -231,9 +236,9 @@ def _median(values: list[float]) -> float:
 
 def _one_round(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     results = {"official (C++ core)": official_run(url, args)}
-    pacings = ["thread", "sleep"] if args.pacing == "both" else [args.pacing]
+    pacings = ["sleep", "thread"] if args.pacing == "both" else [args.pacing]
     for pacing in pacings:
-        tag = "" if pacing == "thread" else " sleep-paced"
+        tag = "" if pacing == "sleep" else " thread-paced"
         if args.loop in ("asyncio", "both"):
             results["magnetar.client asyncio" + tag] = asyncio.run(native_run(url, args, pacing))
         if args.loop in ("uvloop", "both"):
@@ -257,9 +262,9 @@ def main() -> None:
     ap.add_argument(
         "--pacing",
         choices=("thread", "sleep", "both"),
-        default="thread",
-        help="latency sender of magnetar.client: a thread paced as the official run's (time.sleep) wakes "
-        "the loop at each due time; or asyncio.sleep, which the loop rounds up to whole milliseconds",
+        default="sleep",
+        help="latency sender of magnetar.client: asyncio.sleep (rounded up to whole ms by the loop), or a "
+        "thread paced as the official run's (time.sleep) waking the loop at each due time",
     )
     ap.add_argument(
         "--lat-delay-ms", type=int, default=1, help="batching delay of the latency runs (0: no batching)"
@@ -294,9 +299,9 @@ def main() -> None:
         print(
             f"medians of {args.rounds} rounds (each round runs the clients in turn); ratio = client / official"
         )
-    print(f"{'':26}" + "".join(f"{k:>25}" for k in results))
+    print(f"{'':26}" + "".join(f"{k:>38}" for k in results))
     for name in names:
-        print(f"{name:26}" + "".join(f"{r[name]:>25,.1f}" for r in results.values()))
+        print(f"{name:26}" + "".join(f"{r[name]:>38,.1f}" for r in results.values()))
     for c in clients[1:]:
         ratios = ", ".join(f"{n} {results[c][n] / official[n]:.2f}" for n in names if official[n])
         print(f"ratio {c}: {ratios}")
