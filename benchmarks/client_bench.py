@@ -11,6 +11,17 @@ for each client in turn, on fresh topics:
 * end-to-end latency at a paced ``--rate`` msg/s (5,000 by default) for
   ``--seconds``: each payload carries its send time (``time.perf_counter``, same
   process), the consumer records receive time minus send time; p50 / p99 / max.
+  The official run's sender sleeps with ``time.sleep``; magnetar.client's
+  (``--pacing sleep``, the default) with ``asyncio.sleep``, which asyncio and
+  uvloop round up to whole milliseconds, so its sends come in bursts of about
+  ``rate/1000`` and each burst waits the whole batching delay (about 0.5 ms
+  more per message than evenly spaced sends). ``--pacing thread`` wakes the
+  loop from a thread paced like the official sender instead: even spacing,
+  but one cross-thread wake-up and GIL hand-off per message, which on a
+  loaded machine costs far more than it saves. ``--pacing both`` runs both.
+  ``--rounds N`` repeats everything N times, each round running every client
+  in turn, and prints medians, the ratios to the official client and the
+  per-round p50s (the machine may be shared: compare within rounds).
 
 magnetar.client runs on the standard asyncio loop and on uvloop (``--loop``).
 Every figure comes from the same machine and broker within one run, so the
@@ -18,6 +29,7 @@ two columns can be compared; absolute values depend on the broker (which
 writes every entry to its own storage) as much as on the clients.
 
     .venv/bin/python benchmarks/client_bench.py [--url pulsar://...] [--batched N] [--unbatched N]
+        [--parts throughput,latency] [--rounds N] [--pacing sleep|thread|both] [--lat-delay-ms MS]
         [--rate R] [--seconds S] [--size BYTES]
 """
 
@@ -75,20 +87,27 @@ def official_run(url: str, args: argparse.Namespace) -> dict[str, float]:
         p.close()
         return rate
 
-    topic = _topic("off-b")
-    sub = client.subscribe(topic, "bench", initial_position=pulsar.InitialPosition.Earliest)
-    out["publish batched msg/s"] = publish(topic, args.batched, True)
-    out["publish unbatched msg/s"] = publish(_topic("off-u"), args.unbatched, False)
-    t0 = time.perf_counter()
-    for _ in range(args.batched):
-        sub.acknowledge(sub.receive(10_000))
-    out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
-    sub.close()
+    if "throughput" in args.parts:
+        topic = _topic("off-b")
+        sub = client.subscribe(topic, "bench", initial_position=pulsar.InitialPosition.Earliest)
+        out["publish batched msg/s"] = publish(topic, args.batched, True)
+        out["publish unbatched msg/s"] = publish(_topic("off-u"), args.unbatched, False)
+        t0 = time.perf_counter()
+        for _ in range(args.batched):
+            sub.acknowledge(sub.receive(10_000))
+        out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
+        sub.close()
+    if "latency" not in args.parts:
+        client.close()
+        return out
 
     topic = _topic("off-l")
     cons = client.subscribe(topic, "lat")
     prod = client.create_producer(
-        topic, batching_enabled=True, batching_max_publish_delay_ms=1, block_if_queue_full=True
+        topic,
+        batching_enabled=args.lat_delay_ms > 0,
+        batching_max_publish_delay_ms=max(1, args.lat_delay_ms),
+        block_if_queue_full=True,
     )
     total = int(args.rate * args.seconds)
     lat: list[float] = []
@@ -121,7 +140,7 @@ def _lat(lat: list[float]) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- magnetar.client
-async def native_run(url: str, args: argparse.Namespace) -> dict[str, float]:
+async def native_run(url: str, args: argparse.Namespace, pacing: str = "sleep") -> dict[str, float]:
     from magnetar.client import Client
 
     client = Client(url, operation_timeout_seconds=30)
@@ -138,20 +157,27 @@ async def native_run(url: str, args: argparse.Namespace) -> dict[str, float]:
         await p.close()
         return rate
 
-    topic = _topic("nat-b")
-    sub = await client.subscribe(topic, "bench", initial_position="earliest")
-    out["publish batched msg/s"] = await publish(topic, args.batched, True)
-    out["publish unbatched msg/s"] = await publish(_topic("nat-u"), args.unbatched, False)
-    t0 = time.perf_counter()
-    for _ in range(args.batched):
-        await sub.acknowledge(await sub.receive(10_000))
-    out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
-    await sub.close()
+    if "throughput" in args.parts:
+        topic = _topic("nat-b")
+        sub = await client.subscribe(topic, "bench", initial_position="earliest")
+        out["publish batched msg/s"] = await publish(topic, args.batched, True)
+        out["publish unbatched msg/s"] = await publish(_topic("nat-u"), args.unbatched, False)
+        t0 = time.perf_counter()
+        for _ in range(args.batched):
+            await sub.acknowledge(await sub.receive(10_000))
+        out["consume msg/s"] = args.batched / (time.perf_counter() - t0)
+        await sub.close()
+    if "latency" not in args.parts:
+        await client.close()
+        return out
 
     topic = _topic("nat-l")
     cons = await client.subscribe(topic, "lat")
     prod = await client.create_producer(
-        topic, batching_enabled=True, batching_max_publish_delay_ms=1, block_if_queue_full=True
+        topic,
+        batching_enabled=args.lat_delay_ms > 0,
+        batching_max_publish_delay_ms=max(1, args.lat_delay_ms),
+        block_if_queue_full=True,
     )
     total = int(args.rate * args.seconds)
     lat: list[float] = []
@@ -163,17 +189,63 @@ async def native_run(url: str, args: argparse.Namespace) -> dict[str, float]:
             await cons.acknowledge(msg)
 
     rx = asyncio.create_task(receive_all())
-    t0 = time.perf_counter()
     futs = []
-    for i in range(total):
-        delay = t0 + i / args.rate - time.perf_counter()
-        await asyncio.sleep(max(0.0, delay))  # a paced sender yields even when behind schedule
-        futs.append(await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:]))
+    if pacing == "sleep":
+        t0 = time.perf_counter()
+        for i in range(total):
+            delay = t0 + i / args.rate - time.perf_counter()
+            await asyncio.sleep(max(0.0, delay))  # a paced sender yields even when behind schedule
+            futs.append(await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:]))
+    else:
+        loop = asyncio.get_running_loop()
+        due = [0]
+        waiter: list[asyncio.Future[None] | None] = [None]
+
+        def tick() -> None:  # on the loop: one more message is due
+            due[0] += 1
+            w = waiter[0]
+            if w is not None and not w.done():
+                w.set_result(None)
+
+        def pacer() -> None:  # the official run's pacing (time.sleep), waking the loop at each due time
+            t0 = time.perf_counter()
+            for i in range(total):
+                delay = t0 + i / args.rate - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                loop.call_soon_threadsafe(tick)
+
+        threading.Thread(target=pacer, daemon=True).start()
+        for i in range(total):
+            while due[0] <= i:
+                waiter[0] = loop.create_future()
+                await waiter[0]
+            futs.append(await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:]))
     await asyncio.gather(*futs)
     await asyncio.wait_for(rx, 120)
     out.update(_lat(lat))
     await client.close()
     return out
+
+
+def _median(values: list[float]) -> float:
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def _one_round(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    results = {"official (C++ core)": official_run(url, args)}
+    pacings = ["sleep", "thread"] if args.pacing == "both" else [args.pacing]
+    for pacing in pacings:
+        tag = "" if pacing == "sleep" else " thread-paced"
+        if args.loop in ("asyncio", "both"):
+            results["magnetar.client asyncio" + tag] = asyncio.run(native_run(url, args, pacing))
+        if args.loop in ("uvloop", "both"):
+            import uvloop
+
+            results["magnetar.client uvloop" + tag] = uvloop.run(native_run(url, args, pacing))
+    return results
 
 
 def main() -> None:
@@ -187,7 +259,22 @@ def main() -> None:
     ap.add_argument(
         "--loop", choices=("uvloop", "asyncio", "both"), default="both", help="magnetar.client's loop"
     )
+    ap.add_argument(
+        "--pacing",
+        choices=("thread", "sleep", "both"),
+        default="sleep",
+        help="latency sender of magnetar.client: asyncio.sleep (rounded up to whole ms by the loop), or a "
+        "thread paced as the official run's (time.sleep) waking the loop at each due time",
+    )
+    ap.add_argument(
+        "--lat-delay-ms", type=int, default=1, help="batching delay of the latency runs (0: no batching)"
+    )
+    ap.add_argument("--parts", default="throughput,latency", help="throughput, latency or both (comma list)")
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="rounds, each running every client in turn; medians printed"
+    )
     args = ap.parse_args()
+    args.parts = set(args.parts.split(","))
     proc = None
     url = args.url
     if url is None:
@@ -196,22 +283,33 @@ def main() -> None:
         proc = StandaloneProcess(tempfile.mkdtemp(prefix="client-bench-") + "/data")
         proc.start()
         url = proc.broker_url
+    rounds: list[dict[str, dict[str, float]]] = []
     try:
-        results = {"official (C++ core)": official_run(url, args)}
-        if args.loop in ("asyncio", "both"):
-            results["magnetar.client asyncio"] = asyncio.run(native_run(url, args))
-        if args.loop in ("uvloop", "both"):
-            import uvloop
-
-            results["magnetar.client uvloop"] = uvloop.run(native_run(url, args))
+        for _ in range(args.rounds):
+            rounds.append(_one_round(url, args))
     finally:
         if proc is not None:
             proc.terminate()
-    names = list(next(iter(results.values())))
+    clients = list(rounds[0])
+    results = {c: {k: _median([r[c][k] for r in rounds]) for k in rounds[0][c]} for c in clients}
+    names = list(results[clients[0]])
+    official = results[clients[0]]
     print(f"{args.size}-byte messages; e2e at {args.rate:g} msg/s for {args.seconds:g} s; broker {url}")
-    print(f"{'':26}" + "".join(f"{k:>25}" for k in results))
+    if args.rounds > 1:
+        print(
+            f"medians of {args.rounds} rounds (each round runs the clients in turn); ratio = client / official"
+        )
+    print(f"{'':26}" + "".join(f"{k:>38}" for k in results))
     for name in names:
-        print(f"{name:26}" + "".join(f"{r[name]:>25,.1f}" for r in results.values()))
+        print(f"{name:26}" + "".join(f"{r[name]:>38,.1f}" for r in results.values()))
+    for c in clients[1:]:
+        ratios = ", ".join(f"{n} {results[c][n] / official[n]:.2f}" for n in names if official[n])
+        print(f"ratio {c}: {ratios}")
+    if args.rounds > 1:
+        for c in clients:
+            for n in names:
+                if n.startswith("e2e p50"):
+                    print(f"{c} {n} per round: " + " ".join(f"{r[c][n]:.1f}" for r in rounds))
 
 
 if __name__ == "__main__":

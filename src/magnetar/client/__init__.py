@@ -2,7 +2,10 @@
 
 Module map (each module's docstring gives its theory of operation):
 
-- ``client``: ``Client`` (pool, lookup, create_producer / subscribe / create_reader, close).
+- ``client``, ``subscribing``: ``Client`` (pool, lookup, create_producer, close); subscribe /
+  create_reader / create_table_view.
+- ``pattern``: regex consumers' topic discovery (WATCH_TOPIC_LIST watcher, or polling).
+- ``sync``: a blocking facade (the asyncio client on a loop in a thread).
 - ``connection``, ``pool``, ``lookup``: one broker connection; the pool; binary and HTTP lookup.
 - ``producer``, ``producer_impl``, ``batching``: routing over partitions; one partition's
   sending pipeline with receipts and reconnects; SEND frames, batches, chunks.
@@ -23,7 +26,7 @@ from magnetar.client.auth import (
     AuthenticationTLS,
     AuthenticationToken,
 )
-from magnetar.client.client import Client, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy
+from magnetar.client.client import Client
 from magnetar.client.consumer import Consumer
 from magnetar.client.errors import *  # noqa: F403
 from magnetar.client.errors import PulsarException, Timeout
@@ -53,6 +56,8 @@ from magnetar.client.tableview import TableView
 from magnetar.client.types import (
     BatchingType,
     CompressionType,
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
     ConsumerType,
     HashingScheme,
     InitialPosition,

@@ -53,6 +53,7 @@ class OutgoingMessage:
     callback: Callable[[Any, Any], None] | None = None
     on_done: Callable[[int], None] | None = None  # releases the client's memory reservation
     publish_time: int = 0  # ms, stamped when the message is queued (as the C++ client does)
+    partition_key_b64: bool = False  # the key is base64 of bytes (KeyValue SEPARATED)
 
 
 @dataclass(slots=True)
@@ -88,7 +89,7 @@ class ProducerIdentity:
 
 
 def _metadata(ident: ProducerIdentity, msg: OutgoingMessage, publish_time: int, **extra: Any) -> Any:
-    return new_message_metadata(
+    meta = new_message_metadata(
         producer_name=ident.producer_name,
         sequence_id=msg.sequence_id,
         publish_time=publish_time,
@@ -101,6 +102,9 @@ def _metadata(ident: ProducerIdentity, msg: OutgoingMessage, publish_time: int, 
         schema_version=msg.schema_version or None,
         **extra,
     )
+    if msg.partition_key_b64:
+        meta.partition_key_b64_encoded = True
+    return meta
 
 
 def single_ops(
@@ -170,6 +174,7 @@ def encode_records(msgs: list[OutgoingMessage]) -> bytes:
                             payload=m.payload,
                             properties=m.properties or {},
                             partition_key=m.partition_key,
+                            partition_key_b64_encoded=m.partition_key_b64,
                             ordering_key=m.ordering_key,
                             event_time=m.event_time,
                             sequence_id=m.sequence_id,

@@ -14,65 +14,43 @@ Method and keyword names are the official Python client's, made async; enum
 arguments also take their names as strings (``initial_position="earliest"``).
 Options this client does not implement (listeners, encryption) raise
 ``NotSupported`` instead of being silently ignored. Producer and consumer ids
-are client-wide counters, as in Pulsar's clients.
+are client-wide counters, as in Pulsar's clients. ``subscribe``, ``create_reader`` and
+``create_table_view`` come from the ``subscribing.Subscribing`` mixin.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 import time
-import uuid
 from typing import Any
 
-from magnetar.client.acks import MultiplierRedeliveryBackoff
 from magnetar.client.auth import Authentication, AuthenticationTLS
 from magnetar.client.connection import ConnectionConfig, make_ssl_context
-from magnetar.client.consumer import Consumer
-from magnetar.client.consumer_impl import ConsumerConf
-from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, NotSupported
+from magnetar.client.errors import AlreadyClosed, InvalidConfiguration
 from magnetar.client.lookup import BinaryLookup, HttpLookup, LookupService
 from magnetar.client.memory import MemoryLimitController
 from magnetar.client.pool import ConnectionPool
 from magnetar.client.producer import Producer
 from magnetar.client.producer_impl import PartitionProducer, ProducerConf
-from magnetar.client.reader import Reader
-from magnetar.client.schema import AvroSchema, BytesSchema, Schema
+from magnetar.client.schema import BytesSchema, Schema
 from magnetar.client.schema_auto import (
-    AutoConsumeSchema,
     AutoProduceBytesSchema,
-    SchemaResolver,
     schema_for_wire,
 )
-from magnetar.client.tableview import TableView
+from magnetar.client.subscribing import Subscribing, reject
 from magnetar.client.types import (
     BatchingType,
     CompressionType,
-    ConsumerDeadLetterPolicy,
-    ConsumerKeySharedPolicy,
-    ConsumerType,
     HashingScheme,
-    InitialPosition,
     PartitionsRoutingMode,
     ProducerAccessMode,
-    RegexSubscriptionMode,
     coerce,
 )
 from magnetar.common.naming import TopicName
-from magnetar.protocol.client_commands import KeySharedPolicy
-from magnetar.protocol.enums import InitialPosition as WireInitialPosition
-from magnetar.protocol.enums import KeySharedMode, SubType, TopicDomainMode
-from magnetar.protocol.message_id import EARLIEST, LATEST, MessageId
 from magnetar.runtime.rng import Rng
 
 
-def _reject(**unsupported: Any) -> None:
-    for name, value in unsupported.items():
-        if value not in (None, False):
-            raise NotSupported(f"{name} is not implemented in magnetar.client yet")
-
-
-class Client:
+class Client(Subscribing):
     def __init__(
         self,
         service_url: str,
@@ -187,7 +165,7 @@ class Client:
         crypto_key_reader: Any = None,
     ) -> Producer:
         self._check()
-        _reject(
+        reject(
             encryption_key=encryption_key,
             crypto_key_reader=crypto_key_reader,
             lazy_start_partitioned_producers=lazy_start_partitioned_producers,
@@ -248,185 +226,6 @@ class Client:
         )
         self._handles.append(producer)
         return producer
-
-    # ------------------------------------------------------------------ consumers
-    async def subscribe(
-        self,
-        topic: str | list[str] | re.Pattern[str],
-        subscription_name: str,
-        consumer_type: Any = ConsumerType.Exclusive,
-        schema: Schema | None = None,
-        receiver_queue_size: int = 1000,
-        consumer_name: str | None = None,
-        unacked_messages_timeout_ms: int | None = None,
-        negative_ack_redelivery_delay_ms: int = 60_000,
-        negative_ack_redelivery_backoff: MultiplierRedeliveryBackoff | None = None,
-        is_read_compacted: bool = False,
-        properties: dict[str, str] | None = None,
-        pattern_auto_discovery_period: float = 60,
-        initial_position: Any = InitialPosition.Latest,
-        replicate_subscription_state_enabled: bool = False,
-        max_pending_chunked_message: int = 10,
-        key_shared_policy: ConsumerKeySharedPolicy | None = None,
-        batch_index_ack_enabled: bool = False,
-        regex_subscription_mode: Any = RegexSubscriptionMode.PersistentOnly,
-        dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
-        subscription_properties: dict[str, str] | None = None,
-        retry_enable: bool = False,
-        message_listener: Any = None,
-        crypto_key_reader: Any = None,
-        acknowledgment_group_time_ms: float = 100,
-    ) -> Consumer:
-        self._check()
-        _reject(message_listener=message_listener, crypto_key_reader=crypto_key_reader)
-        if not subscription_name:
-            raise InvalidConfiguration("subscription_name is required")
-        if receiver_queue_size < 0:
-            raise InvalidConfiguration("receiver_queue_size must be >= 0")
-        ks = None
-        if key_shared_policy is not None:
-            mode = key_shared_policy.key_shared_mode
-            ks = KeySharedPolicy(
-                KeySharedMode.STICKY
-                if str(getattr(mode, "name", mode)).lower() == "sticky"
-                else KeySharedMode.AUTO_SPLIT,
-                tuple(key_shared_policy.sticky_ranges),
-                key_shared_policy.allow_out_of_order_delivery,
-            )
-        conf = ConsumerConf(
-            subscription=subscription_name,
-            sub_type=SubType(int(coerce(ConsumerType, consumer_type))),
-            consumer_name=consumer_name or uuid.uuid4().hex[:10],
-            receiver_queue_size=receiver_queue_size,
-            initial_position=WireInitialPosition(int(coerce(InitialPosition, initial_position))),
-            read_compacted=is_read_compacted,
-            properties=properties,
-            subscription_properties=subscription_properties,
-            ack_group_time_ms=acknowledgment_group_time_ms,
-            batch_index_ack_enabled=batch_index_ack_enabled,
-            negative_ack_delay_ms=negative_ack_redelivery_delay_ms,
-            negative_ack_backoff=negative_ack_redelivery_backoff,
-            ack_timeout_ms=unacked_messages_timeout_ms or 0,
-            max_redeliver_count=dead_letter_policy.max_redeliver_count if dead_letter_policy else 0,
-            dead_letter_topic=dead_letter_policy.dead_letter_topic if dead_letter_policy else None,
-            dlq_initial_subscription=dead_letter_policy.initial_subscription_name
-            if dead_letter_policy
-            else None,
-            replicate_subscription_state=replicate_subscription_state_enabled,
-            key_shared=ks,
-            max_pending_chunked_messages=max_pending_chunked_message,
-        )
-        schema = schema or BytesSchema()
-        conf.schema = schema.wire_schema()
-        consumer = Consumer(
-            self, subscription_name, conf, schema if not isinstance(schema, BytesSchema) else None
-        )
-        if isinstance(schema, AutoConsumeSchema | AvroSchema):
-            consumer._resolver = SchemaResolver(self, schema)
-        try:
-            if isinstance(topic, re.Pattern):
-                namespace, mode = self._pattern_namespace(topic, regex_subscription_mode)
-                for t in await self._matching_topics(topic, namespace, mode):
-                    await consumer.add_topic(t)
-                consumer.start_pattern_discovery(topic, namespace, mode, float(pattern_auto_discovery_period))
-            else:
-                names = [str(TopicName.get(t)) for t in ([topic] if isinstance(topic, str) else list(topic))]
-                if retry_enable:
-                    policy = dead_letter_policy.retry_letter_topic if dead_letter_policy else None
-                    consumer.retry_topic = policy or f"{names[0]}-{subscription_name}-RETRY"
-                    names.append(str(TopicName.get(consumer.retry_topic)))
-                for t in names:
-                    await consumer.add_topic(t)
-        except BaseException:
-            await consumer.close()
-            raise
-        self._handles.append(consumer)
-        return consumer
-
-    def _pattern_namespace(self, pattern: re.Pattern[str], mode: Any) -> tuple[str, TopicDomainMode]:
-        text = pattern.pattern
-        if "://" not in text:
-            raise InvalidConfiguration(
-                "a topic pattern must be a full name, e.g. persistent://public/default/t-.*"
-            )
-        parts = text.split("://", 1)[1].split("/")
-        if len(parts) < 3:
-            raise InvalidConfiguration(f"topic pattern {text!r} names no namespace")
-        wire = TopicDomainMode(int(coerce(RegexSubscriptionMode, mode)))
-        return f"{parts[0]}/{parts[1]}", wire
-
-    async def _matching_topics(
-        self, pattern: re.Pattern[str], namespace: str, mode: TopicDomainMode
-    ) -> list[str]:
-        names = await self.lookup.topics_of_namespace(namespace, mode)
-        bases = dict.fromkeys(n.split("-partition-")[0] for n in names)
-        return [t for t in bases if pattern.fullmatch(t)]
-
-    async def create_reader(
-        self,
-        topic: str,
-        start_message_id: MessageId | str,
-        receiver_queue_size: int = 1000,
-        reader_name: str | None = None,
-        subscription_role_prefix: str | None = None,
-        is_read_compacted: bool = False,
-        start_message_id_inclusive: bool = False,
-        schema: Schema | None = None,
-        reader_listener: Any = None,
-        crypto_key_reader: Any = None,
-    ) -> Reader:
-        self._check()
-        _reject(reader_listener=reader_listener, crypto_key_reader=crypto_key_reader)
-        if isinstance(start_message_id, str):
-            named = {"earliest": EARLIEST, "latest": LATEST}.get(start_message_id.lower())
-            if named is None:
-                raise InvalidConfiguration("start_message_id must be a MessageId, 'earliest' or 'latest'")
-            start_message_id = named
-        sub = reader_name or f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}"
-        conf = ConsumerConf(
-            subscription=sub,
-            sub_type=SubType.Exclusive,
-            receiver_queue_size=receiver_queue_size,
-            durable=False,
-            start_message_id=start_message_id,
-            start_inclusive=start_message_id_inclusive,
-            read_compacted=is_read_compacted,
-            initial_position=WireInitialPosition.Earliest
-            if start_message_id == EARLIEST
-            else WireInitialPosition.Latest,
-        )
-        schema = schema or BytesSchema()
-        conf.schema = schema.wire_schema()
-        consumer = Consumer(self, sub, conf, schema if not isinstance(schema, BytesSchema) else None)
-        if isinstance(schema, AutoConsumeSchema | AvroSchema):
-            consumer._resolver = SchemaResolver(self, schema)
-        try:
-            await consumer.add_topic(str(TopicName.get(topic)))
-            special = start_message_id.ledger_id < 0 or start_message_id.ledger_id == LATEST.ledger_id
-            if len(consumer._children) != 1 and not special:
-                raise NotSupported("a reader of a partitioned topic starts at EARLIEST or LATEST")
-            reader = Reader(consumer, start_message_id, start_message_id_inclusive)
-            await reader._position_latest_inclusive()
-        except BaseException:
-            await consumer.close()
-            raise
-        self._handles.append(consumer)
-        return reader
-
-    async def create_table_view(
-        self, topic: str, subscription_name: str | None = None, schema: Schema | None = None
-    ) -> TableView:
-        """A TableView of ``topic`` (read_compacted reader from EARLIEST), caught up before it returns."""
-        reader = await self.create_reader(
-            topic, EARLIEST, reader_name=subscription_name, is_read_compacted=True, schema=schema
-        )
-        view = TableView(reader)
-        try:
-            await view._catch_up()
-        except BaseException:
-            await reader.close()
-            raise
-        return view
 
     # ------------------------------------------------------------------ schema, close
     async def get_schema_info(self, topic: str, version: bytes | None = None) -> Any:

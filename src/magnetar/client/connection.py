@@ -178,6 +178,7 @@ class ClientCnx:
         self.close_reason: BaseException | None = None
         self.max_message_size = CLIENT_DEFAULT_MAX_MESSAGE_SIZE
         self.server_version = ""
+        self.server_features: frozenset[str] = frozenset()  # CONNECTED's feature flags set to true
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -210,6 +211,7 @@ class ClientCnx:
                     auth_method_name=auth.auth_method_name,
                     auth_data=await auth.auth_data(),
                     proxy_to_broker_url=proxy_to,
+                    supports_topic_watchers=True,
                 )
             )
             await asyncio.wait_for(asyncio.shield(self._handshake), self.config.connection_timeout_s)
@@ -228,6 +230,7 @@ class ClientCnx:
             if event.max_message_size:
                 self.max_message_size = event.max_message_size
             self.server_version = event.server_version
+            self.server_features = event.feature_flags
             if not hs.done():
                 hs.set_result(None)
         elif isinstance(event, ConnectRejected):

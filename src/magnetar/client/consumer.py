@@ -10,9 +10,9 @@ received it; ``acknowledge``, ``negative_acknowledge`` and cumulative acks go
 to that child. Taking a message from the queue tells its child, which gives
 the broker a permit back (the receiver queue bounds memory per child).
 
-A pattern consumer re-lists the namespace every
-``pattern_auto_discovery_period`` seconds, subscribes to new matching topics
-and closes the children of topics that went away. Dead-letter publishing uses
+A pattern consumer's topics are kept equal to the matching ones by
+``pattern.PatternDiscovery`` (topic-list watcher, or polling), through
+``reconcile_topics``. Dead-letter publishing uses
 one lazily created producer per consumer; ``reconsume_later`` publishes to
 the retry topic (``<topic>-<subscription>-RETRY``, subscribed along with the
 topic when ``retry_enable`` is set) with a delivery delay and a
@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +36,11 @@ from magnetar.protocol.enums import SubType
 from magnetar.protocol.message_id import MessageId
 
 log = logging.getLogger(__name__)
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(Timeout("no message received in time"))
 
 
 class MessageQueue:
@@ -61,22 +65,24 @@ class MessageQueue:
         return self._items.popleft() if self._items else None
 
     async def get(self, timeout_s: float | None) -> Message:
+        """Wait for a message: one future per wait and, with a timeout, one timer (no wait_for task)."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout_s is None else loop.time() + timeout_s
         while not self._items:
             w = loop.create_future()
             self._waiters.append(w)
+            timer = None
+            if deadline is not None:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    w.cancel()
+                    raise Timeout("no message received in time")
+                timer = loop.call_later(remaining, _expire, w)
             try:
-                if deadline is None:
-                    await w
-                else:
-                    remaining = deadline - loop.time()
-                    if remaining <= 0:
-                        raise Timeout("no message received in time")
-                    await asyncio.wait_for(w, remaining)
-            except TimeoutError:
-                raise Timeout("no message received in time") from None
+                await w
             finally:
+                if timer is not None:
+                    timer.cancel()
                 if not w.done():
                     w.cancel()
         return self._items.popleft()
@@ -98,7 +104,7 @@ class Consumer:
         self._children: dict[str, PartitionConsumer] = {}
         self._topics: list[str] = []
         self._closed = False
-        self._pattern_task: asyncio.Task[None] | None = None
+        self.discovery: Any = None  # pattern.PatternDiscovery of a regex consumer
         self._partitions_task: asyncio.Task[None] | None = None
         self._partitioned: dict[str, int] = {}
         self._dlq_producer: Any = None
@@ -148,25 +154,14 @@ class Consumer:
             self.queue.remove_if(lambda m, c=child: m._consumer is c)
             await child.close()
 
-    def start_pattern_discovery(
-        self, pattern: re.Pattern[str], namespace: str, mode: Any, period_s: float
-    ) -> None:
-        self._pattern_task = asyncio.create_task(self._pattern_loop(pattern, namespace, mode, period_s))
-
-    async def _pattern_loop(
-        self, pattern: re.Pattern[str], namespace: str, mode: Any, period_s: float
-    ) -> None:
-        while not self._closed:
-            await asyncio.sleep(period_s)
-            try:
-                found = await self.client._matching_topics(pattern, namespace, mode)
-                for topic in found:
-                    if topic not in self._topics:
-                        await self.add_topic(topic)
-                for topic in [t for t in self._topics if t not in found]:
-                    await self.remove_topic(topic)
-            except Exception as exc:
-                log.warning("pattern discovery on %s failed: %s", namespace, exc)
+    async def reconcile_topics(self, wanted: list[str]) -> None:
+        """Subscribe to the wanted topics not yet subscribed; drop the topics no longer wanted."""
+        for topic in wanted:
+            if topic not in self._topics and not self._closed:
+                await self.add_topic(topic)
+        gone = set(self._topics) - set(wanted)
+        for topic in [t for t in self._topics if t in gone]:
+            await self.remove_topic(topic)
 
     # ------------------------------------------------------------------ receiving
     def topic(self) -> str:
@@ -350,9 +345,10 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
-        for task in (self._pattern_task, self._partitions_task):
-            if task is not None:
-                task.cancel()
+        if self._partitions_task is not None:
+            self._partitions_task.cancel()
+        if self.discovery is not None:
+            await self.discovery.close()
         await asyncio.gather(*(c.close() for c in self._children.values()), return_exceptions=True)
         for extra in (self._dlq_producer, self._retry_producer):
             if extra is not None:

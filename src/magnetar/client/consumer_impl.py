@@ -104,6 +104,7 @@ class PartitionConsumer:
         self.consumer_id = self.client.next_consumer_id()
         self._cnx: ClientCnx | None = None
         self._ready = False
+        self._connected = asyncio.Event()  # set while _ready (seek, last-id wait for a reconnect)
         self._closed = False
         self._permits = 0
         self._decoder = MessageDecoder(
@@ -149,6 +150,7 @@ class PartitionConsumer:
             raise
         self._cnx = cnx
         self._ready = True
+        self._connected.set()
         self._permits = 0
         if c.receiver_queue_size > 0:
             cnx.write(client_commands.flow(self.consumer_id, c.receiver_queue_size))
@@ -303,7 +305,7 @@ class PartitionConsumer:
 
     # ------------------------------------------------------------------ seek, last id
     async def seek(self, target: MessageId | int) -> None:
-        cnx = self._require_cnx()
+        cnx = await self._wait_cnx()
         if isinstance(target, MessageId):
             self._decoder.start_id, self._decoder.start_inclusive = target, True
             build = lambda rid: client_commands.seek(self.consumer_id, rid, message_id=target)  # noqa: E731
@@ -318,7 +320,7 @@ class PartitionConsumer:
         self._redeliver.clear()
 
     async def get_last_message_id(self) -> tuple[MessageId, MessageId | None]:
-        cnx = self._require_cnx()
+        cnx = await self._wait_cnx()
         frame = await cnx.request(
             T.GET_LAST_MESSAGE_ID, lambda rid: client_commands.get_last_message_id(self.consumer_id, rid)
         )
@@ -329,6 +331,13 @@ class PartitionConsumer:
         if resp.HasField("consumer_mark_delete_position"):
             mark = MessageId.from_pb(resp.consumer_mark_delete_position)
         return last, mark
+
+    async def _wait_cnx(self) -> ClientCnx:
+        """The connection, waiting (up to the operation timeout) while a reconnect is under way."""
+        if not self._closed and not self._ready:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._connected.wait(), self.client.pool.config.operation_timeout_s)
+        return self._require_cnx()
 
     def _require_cnx(self) -> ClientCnx:
         if self._closed:
@@ -344,6 +353,7 @@ class PartitionConsumer:
 
     def _lost_connection(self) -> None:
         self._ready = False
+        self._connected.clear()
         if self._cnx is not None:
             self._cnx.remove_consumer(self.consumer_id)
         self._cnx = None

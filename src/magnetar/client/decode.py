@@ -179,7 +179,7 @@ class MessageDecoder:
                 meta.partition_key if meta.HasField("partition_key") else None,
                 meta.ordering_key if meta.HasField("ordering_key") else None,
                 publish, meta.event_time, redelivery, schema_version, producer, meta.sequence_id,
-                schema, owner, chunk_ids, replicated,
+                schema, owner, chunk_ids, replicated, meta.partition_key_b64_encoded,
             )  # fmt: skip
             return [msg], 0
         n = meta.num_messages_in_batch
@@ -218,6 +218,7 @@ class MessageDecoder:
                     rec.ordering_key if rec.HasField("ordering_key") else None,
                     publish, rec.event_time, redelivery, schema_version, producer,
                     seq if seq >= 0 else base_seq + i, schema, owner, (), replicated,
+                    rec.partition_key_b64_encoded,
                 )
             )  # fmt: skip
         return out, skipped

@@ -9,7 +9,10 @@ so ``except magnetar.client.ProducerBusy`` reads the same as with Pulsar.
 Failures that never came from a broker (a timeout, a closed client, a full
 producer queue, a feature this client does not have) have their own classes.
 ``retriable`` says whether the client itself retries the operation (lookup,
-reconnect) rather than handing the error to the application at once.
+reconnect) rather than handing the error to the application at once. The
+base is ``common.errors.MagnetarError``, as for the admin client's
+``AdminError``: the two share ``retriable`` / ``client_error`` and nothing
+else (one is keyed by ServerError codes, the other by HTTP statuses).
 """
 
 from __future__ import annotations
@@ -19,10 +22,9 @@ from magnetar.protocol.enums import ServerError
 
 
 class PulsarException(MagnetarError):
-    """Base of every error this client raises."""
+    """Base of every error this client raises (``retriable``, ``client_error`` from MagnetarError)."""
 
     code: int | None = None
-    retriable = False
 
 
 class Timeout(PulsarException):
@@ -51,6 +53,8 @@ class MemoryBufferIsFull(PulsarException):
 
 class InvalidConfiguration(PulsarException, ValueError):
     """A bad argument: an unknown enum name, a negative size, incompatible options."""
+
+    client_error = True
 
 
 class NotSupported(PulsarException):

@@ -14,6 +14,7 @@ so an individual ack acks them all. The consumer that received it is kept in
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from magnetar.protocol.message_id import EARLIEST, LATEST, MessageId
@@ -27,7 +28,7 @@ class Message:
     __slots__ = (
         "_topic", "_id", "_data", "_properties", "_partition_key", "_ordering_key", "_publish_time",
         "_event_time", "_redelivery_count", "_schema_version", "_producer_name", "_sequence_id",
-        "_schema", "_consumer", "_chunk_ids", "_replicated_from",
+        "_schema", "_consumer", "_chunk_ids", "_replicated_from", "_key_b64",
     )  # fmt: skip
 
     def __init__(
@@ -48,6 +49,7 @@ class Message:
         _consumer: Any = None,
         _chunk_ids: tuple[MessageId, ...] = (),
         _replicated_from: str | None = None,
+        _key_b64: bool = False,
     ) -> None:
         self._topic = _topic
         self._id = _id
@@ -65,12 +67,25 @@ class Message:
         self._consumer = _consumer
         self._chunk_ids = _chunk_ids
         self._replicated_from = _replicated_from
+        self._key_b64 = _key_b64
 
     def data(self) -> bytes:
         return self._data
 
     def value(self) -> Any:
-        return self._schema.decode(self._data) if self._schema is not None else self._data
+        schema = self._schema
+        if schema is None:
+            return self._data
+        if schema.separated:
+            return schema.decode_separated(self.key_bytes(), self._data)
+        return schema.decode(self._data)
+
+    def key_bytes(self) -> bytes | None:
+        """The key as bytes: base64-decoded when the producer flagged it so (KeyValue SEPARATED)."""
+        key = self._partition_key
+        if key is None:
+            return None
+        return base64.b64decode(key) if self._key_b64 else key.encode()
 
     def properties(self) -> dict[str, str]:
         return dict(self._properties)

@@ -26,6 +26,7 @@ when given.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 from collections.abc import Callable
@@ -143,7 +144,15 @@ class Producer:
             raise AlreadyClosed(f"producer on {self._topic} is closed")
         if txn is not None:
             raise NotSupported("transactions are not implemented in magnetar.client yet")
-        payload = content if type(content) is bytes and self._bytes_schema else self._schema.encode(content)
+        key_b64 = False
+        if self._schema.separated:  # KeyValue SEPARATED: the key goes in the message key, base64
+            key, payload = self._schema.encode_separated(content)  # type: ignore[attr-defined]
+            if key is not None:
+                partition_key, key_b64 = base64.b64encode(key).decode(), True
+        else:
+            payload = (
+                content if type(content) is bytes and self._bytes_schema else self._schema.encode(content)
+            )
         if properties is not None:
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
                 raise InvalidConfiguration("message properties must map str to str")
@@ -154,7 +163,7 @@ class Producer:
                 deliver_after.total_seconds() if hasattr(deliver_after, "total_seconds") else deliver_after
             )
             deliver_at = self._client.clock_ms() + int(seconds * 1000)
-        if partition_key == "":
+        if partition_key == "" and not key_b64:
             partition_key = None  # as the official client: an empty key is no key
         replicate_to = ["__local__"] if disable_replication else replication_clusters
         okey = ordering_key.encode() if isinstance(ordering_key, str) else ordering_key
@@ -170,6 +179,7 @@ class Producer:
             deliver_at,
             replicate_to,
             callback=callback,
+            partition_key_b64=key_b64,
         )
         await self._partitions[self.choose_partition(partition_key, okey)].enqueue(msg)
         return fut

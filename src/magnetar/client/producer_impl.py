@@ -48,11 +48,9 @@ from magnetar.client.errors import (
     Timeout,
     error_from_code,
 )
-from magnetar.client.types import ProducerAccessMode
 from magnetar.common.backoff import Backoff, BackoffConfig
 from magnetar.protocol import client_commands
-from magnetar.protocol.enums import CommandType, ServerError
-from magnetar.protocol.enums import ProducerAccessMode as WireAccessMode
+from magnetar.protocol.enums import CommandType, ProducerAccessMode, ServerError
 from magnetar.protocol.frames import Frame
 from magnetar.protocol.message_id import MessageId, to_signed64
 from magnetar.protocol.wire import WireSchema
@@ -139,7 +137,7 @@ class PartitionProducer:
                 schema=self.conf.schema,
                 epoch=self._epoch,
                 user_provided_producer_name=named,
-                access_mode=WireAccessMode(int(self.conf.access_mode)),
+                access_mode=self.conf.access_mode,
                 topic_epoch=self._topic_epoch,
                 initial_subscription_name=self.conf.initial_subscription_name,
             ),

@@ -12,8 +12,10 @@ seeks to it, as the official clients do.
 ``has_message_available()`` is true when a message is queued, else compares,
 per partition, the broker's last message id with the last one handed out (or
 with the start id before anything was read). On a partitioned topic a reader
-reads every partition; it starts at EARLIEST or LATEST (a specific id names one
-partition's position, which a whole-topic reader has no meaning for).
+reads every partition, each from the start id, as the official clients do:
+ledger ids are broker-wide, so a specific id starts its own partition right
+at (or after) it and the others at their first entry past that position;
+LATEST-inclusive starts each partition at its own last message.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Reader:
         self._consumer = consumer
         self._start = start
         self._inclusive = inclusive
+        self._starts: dict[str, MessageId] = {}  # per partition, where LATEST-inclusive put it
 
     async def _position_latest_inclusive(self) -> None:
         if self._start.ledger_id == INT64_MAX and self._inclusive:
@@ -41,6 +44,7 @@ class Reader:
                 last, _mark = await child.get_last_message_id()
                 if last.entry_id >= 0:
                     await child.seek(last)
+                    self._starts[child.topic] = last
 
     def topic(self) -> str:
         return self._consumer.topic()
@@ -63,7 +67,7 @@ class Reader:
                 continue
             seen = child.last_dequeued
             if seen is None:
-                start = self._start
+                start = self._starts.get(child.topic, self._start)
                 if start.ledger_id < 0:
                     return True
                 if start.ledger_id == INT64_MAX:

@@ -32,6 +32,7 @@ from magnetar.protocol.wire import WireSchema
 
 class Schema:
     schema_type = SchemaType.NONE
+    separated = False  # KeyValue with SEPARATED encoding: the key is the message key
 
     def encode(self, value: Any) -> bytes:
         raise NotImplementedError

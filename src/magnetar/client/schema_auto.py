@@ -113,7 +113,8 @@ def schema_for_wire(wire: WireSchema | None) -> Schema:
             stype = SchemaType[name] if name in SchemaType.__members__ else SchemaType.NONE
             return schema_for_wire(WireSchema(name, raw, stype))
 
-        return KeyValueSchema(part("key", kdata), part("value", vdata))
+        encoding = props.get("kv.encoding.type", "INLINE")
+        return KeyValueSchema(part("key", kdata), part("value", vdata), encoding)
     return BytesSchema()
 
 

@@ -9,8 +9,13 @@ INLINE encoding writes ``[u32 key size][key bytes][u32 value size][value
 bytes]`` and announces itself as KEY_VALUE with Java's schema-info layout:
 data ``[u32 len][key schema data][u32 len][value schema data]`` and the
 properties ``key.schema.name/type/properties``,
-``value.schema.name/type/properties`` and ``kv.encoding.type``. SEPARATED
-(the key in the message key) is not implemented and raises ``NotSupported``.
+``value.schema.name/type/properties`` and ``kv.encoding.type``. With the
+SEPARATED encoding the payload is the value alone and the key travels as the
+message key, base64 with ``partition_key_b64_encoded`` set (as Java's
+``TypedMessageBuilder`` writes it); the producer calls ``encode_separated``
+and ``Message.value()`` calls ``decode_separated`` with the key's bytes (a
+key without the base64 flag -- e.g. from a client without KeyValue schemas --
+is its UTF-8 bytes, as Java's ``getKeyBytes``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import json
 import struct
 from typing import Any
 
-from magnetar.client.errors import InvalidConfiguration, NotSupported
+from magnetar.client.errors import InvalidConfiguration
 from magnetar.client.schema import BytesSchema, Schema
 from magnetar.protocol.enums import SchemaType
 from magnetar.protocol.wire import WireSchema
@@ -90,18 +95,35 @@ class KeyValueSchema(Schema):
 
     def __init__(self, key_schema: Schema | None = None, value_schema: Schema | None = None,
                  encoding: str = "INLINE") -> None:  # fmt: skip
-        if encoding.upper() != "INLINE":
-            raise NotSupported("KeyValue SEPARATED encoding is not implemented; use INLINE")
+        self.encoding = str(getattr(encoding, "name", encoding)).upper()
+        if self.encoding not in ("INLINE", "SEPARATED"):
+            raise InvalidConfiguration(f"KeyValue encoding must be INLINE or SEPARATED, not {encoding!r}")
+        self.separated = self.encoding == "SEPARATED"
         self.key_schema = key_schema or BytesSchema()
         self.value_schema = value_schema or BytesSchema()
 
     def encode(self, value: Any) -> bytes:
+        """The INLINE payload (with SEPARATED, the payload is ``encode_separated(value)[1]``)."""
         if not isinstance(value, tuple) or len(value) != 2:
             raise InvalidConfiguration("KeyValueSchema encodes (key, value) tuples")
+        if self.separated:
+            return self.encode_separated(value)[1]
         k, v = self.key_schema.encode(value[0]), self.value_schema.encode(value[1])
         return _U32.pack(len(k)) + k + _U32.pack(len(v)) + v
 
+    def encode_separated(self, value: Any) -> tuple[bytes | None, bytes]:
+        """(key bytes, or None for a None key; value bytes) of a (key, value) tuple."""
+        if not isinstance(value, tuple) or len(value) != 2:
+            raise InvalidConfiguration("KeyValueSchema encodes (key, value) tuples")
+        key = None if value[0] is None else self.key_schema.encode(value[0])
+        return key, self.value_schema.encode(value[1])
+
+    def decode_separated(self, key: bytes | None, data: bytes) -> tuple[Any, Any]:
+        return (None if key is None else self.key_schema.decode(key)), self.value_schema.decode(data)
+
     def decode(self, data: bytes) -> tuple[Any, Any]:
+        if self.separated:  # the key is not in the payload (Message.value() passes it)
+            return None, self.value_schema.decode(data)
         if len(data) < 8:
             raise InvalidConfiguration("KeyValue payload too short")
         klen = _U32.unpack_from(data, 0)[0]
@@ -124,7 +146,7 @@ class KeyValueSchema(Schema):
             "value.schema.name": vname,
             "value.schema.type": vtype,
             "value.schema.properties": json.dumps(vprops),
-            "kv.encoding.type": "INLINE",
+            "kv.encoding.type": self.encoding,
         }
         data = _U32.pack(len(kdata)) + kdata + _U32.pack(len(vdata)) + vdata
         return WireSchema("KeyValue", data, SchemaType.KEY_VALUE, props)

@@ -7,9 +7,11 @@ its int value, or its name as a string in any case and with or without
 underscores (``"key_shared"``, ``"KeyShared"``, ``"earliest"``, ``"zlib"``).
 Anything else is an :class:`InvalidConfiguration` naming the allowed values.
 The consumer's policy objects (dead letter, Key_Shared) live here too.
-Where a protocol enum exists (SubType, InitialPosition, CompressionType,
-ProducerAccessMode) the client enum has the same values, so it goes on the
-wire as is.
+``InitialPosition`` and ``ProducerAccessMode`` are the protocol's own enums
+(``protocol.enums``, re-exported); ``ConsumerType`` and ``CompressionType``
+keep the official client's member names (``KeyShared``, ``ZLib``) with the
+wire values of ``SubType`` and the protocol's ``CompressionType``, and
+``RegexSubscriptionMode`` the values of ``TopicDomainMode``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from enum import Enum, IntEnum
 from typing import TypeVar
 
 from magnetar.client.errors import InvalidConfiguration
-from magnetar.protocol.enums import KeySharedMode
+from magnetar.protocol.enums import InitialPosition, KeySharedMode, ProducerAccessMode
+
+__all__ = [
+    "BatchingType", "CompressionType", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy", "ConsumerType",
+    "HashingScheme", "InitialPosition", "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode",
+    "coerce",
+]  # fmt: skip
 
 E = TypeVar("E", bound=Enum)
 
@@ -31,24 +39,12 @@ class ConsumerType(IntEnum):
     KeyShared = 3
 
 
-class InitialPosition(IntEnum):
-    Latest = 0
-    Earliest = 1
-
-
 class CompressionType(IntEnum):
     NONE = 0
     LZ4 = 1
     ZLib = 2
     ZSTD = 3
     SNAPPY = 4
-
-
-class ProducerAccessMode(IntEnum):
-    Shared = 0
-    Exclusive = 1
-    WaitForExclusive = 2
-    ExclusiveWithFencing = 3
 
 
 class PartitionsRoutingMode(IntEnum):
