@@ -63,6 +63,8 @@ ASSEMBLY_KEYS = frozenset(
         "retentionCheckIntervalInSeconds",
         "functionsWorkerEnabled",
         "functionRuntime",
+        "clientAuthenticationPlugin",
+        "clientAuthenticationParameters",
     }
 )
 

@@ -22,9 +22,10 @@ Processing guarantees, as Pulsar has them:
 * ``EFFECTIVELY_ONCE``: as at-least-once, plus the output producer has a fixed
   name (``{tenant}/{ns}/{name}-{instance}``), no batching, and every output's
   sequence id is derived from its input's position (:func:`sequence_id_of`), with
-  deduplication turned on for the output's namespace; a repeat after a crash
+  deduplication turned on for the output topic; a repeat after a crash
   carries a sequence id the broker has already seen and is dropped (and one at or
-  below the producer's ``last_sequence_id`` is not even sent again).  The consumer is
+  below the producer's ``last_sequence_id`` is not even sent again).  The worker
+  turns on the output topic's own ``deduplicationEnabled`` policy for it.  The consumer is
   Failover so one instance reads a partition in order.
 
 Sends are pipelined (up to the producer's pending limit): the ack happens in the
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magnetar.client import Client, ConsumerDeadLetterPolicy, ConsumerType, InitialPosition
+from magnetar.functions.auth import NO_AUTH, ClientAuth
 from magnetar.functions.config import FunctionConfig, ProcessingGuarantees
 from magnetar.functions.context import Context
 from magnetar.functions.loader import identity_deserialize, identity_serialize, load_callable
@@ -127,8 +129,11 @@ class FunctionInstance:
         *,
         stats: InstanceStats | None = None,
         web_url: str | None = None,
+        auth: ClientAuth = NO_AUTH,
     ) -> None:
         self.web_url = web_url
+        self.auth = auth
+        self.auth_headers = auth.http_headers()
         self.config = config
         self.instance_id = instance_id
         self.code_path = code_path
@@ -222,7 +227,7 @@ class FunctionInstance:
         )
         if self.guarantee is ProcessingGuarantees.EFFECTIVELY_ONCE and self.config.output:
             await self._enable_dedup(self.config.output)
-        self._client = Client(self.broker_url)
+        self._client = Client(self.broker_url, authentication=self.auth.client_authentication())
         try:
             is_source = self.config.componentType == "source"
             consumer = None if is_source else await self._subscribe()
@@ -260,9 +265,10 @@ class FunctionInstance:
     async def _enable_dedup(self, topic: str) -> None:
         """Make sure the broker deduplicates the output topic, as effectively-once needs.
 
-        The broker decides per namespace (``deduplicationEnabled`` policy over the broker's
-        ``brokerDeduplicationEnabled``), as Pulsar does; Pulsar asks the user to enable it, the
-        worker does it for them when it is not on, and logs that it did.
+        Sets the output topic's own ``deduplicationEnabled`` policy (topic > namespace >
+        ``brokerDeduplicationEnabled``, as Pulsar resolves it), so other topics of the
+        namespace are untouched; Pulsar asks the user to enable it, the worker does it for
+        them when it is not on, and logs that it did.
         """
         if not self.web_url:
             raise RuntimeError("EFFECTIVELY_ONCE needs the admin URL to enable deduplication")
@@ -270,17 +276,17 @@ class FunctionInstance:
 
         from magnetar.common.naming import TopicName
 
-        ns = TopicName.get(topic).namespace
-        url = f"{self.web_url.rstrip('/')}/admin/v2/namespaces/{ns}/deduplication"
-        async with httpx.AsyncClient(timeout=30) as http:
-            got = await http.get(url)
+        name = TopicName.get(topic)
+        url = f"{self.web_url.rstrip('/')}/admin/v2/{name.rest_path()}/deduplicationEnabled"
+        async with httpx.AsyncClient(timeout=30, headers=self.auth_headers) as http:
+            got = await http.get(url, params={"applied": "true"})
             if got.status_code == 200 and got.content and got.json() is True:
                 return
             r = await http.post(url, json=True)
         if r.status_code >= 300:
-            raise RuntimeError(f"enabling deduplication on {ns} failed: {r.status_code} {r.text[:200]}")
+            raise RuntimeError(f"enabling deduplication on {topic} failed: {r.status_code} {r.text[:200]}")
         log.warning(
-            "EFFECTIVELY_ONCE function %s: enabled deduplication on namespace %s", self.config.fqfn, ns
+            "EFFECTIVELY_ONCE function %s: enabled deduplication on topic %s", self.config.fqfn, topic
         )
 
     async def _source_loop(self, fn: Any, ctx: Context) -> None:

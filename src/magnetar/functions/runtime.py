@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from magnetar.functions.auth import NO_AUTH, ClientAuth
 from magnetar.functions.config import FunctionConfig
 from magnetar.functions.instance import FunctionInstance, InstanceStats
 from magnetar.functions.state import HttpStateClient
@@ -50,8 +51,10 @@ class InstanceRuntime:
 
     def __init__(
         self, config: FunctionConfig, instance_id: int, code_path: str, broker_url: str, web_url: str,
-        work_dir: Path,
+        work_dir: Path, *, auth: ClientAuth = NO_AUTH, worker_id: str = "standalone",
     ) -> None:  # fmt: skip
+        self.auth = auth
+        self.worker_id = worker_id
         self.config = config
         self.instance_id = instance_id
         self.code_path = code_path
@@ -145,7 +148,7 @@ class InstanceRuntime:
                 "latestSystemExceptions": s.get("latestSystemExceptions", []),
                 "averageLatency": s.get("averageLatency", 0.0),
                 "lastInvocationTime": s.get("lastInvocationTime", 0),
-                "workerId": "standalone",
+                "workerId": self.worker_id,
                 "runtime": self.kind,
                 "pid": s.get("pid"),
             },
@@ -161,11 +164,11 @@ class ThreadRuntime(InstanceRuntime):
         self._stats = InstanceStats()
 
     async def _run_once(self) -> None:
-        state = HttpStateClient(self.web_url, self.config.fqfn)
+        state = HttpStateClient(self.web_url, self.config.fqfn, headers=self.auth.http_headers())
         self._stats = InstanceStats()
         self._instance = FunctionInstance(
             self.config, self.instance_id, self.code_path, self.broker_url, state,
-            stats=self._stats, web_url=self.web_url,
+            stats=self._stats, web_url=self.web_url, auth=self.auth,
         )  # fmt: skip
         try:
             await self._instance.run()
@@ -198,6 +201,7 @@ class ProcessRuntime(InstanceRuntime):
     async def _run_once(self) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         spec = self.work_dir / f"instance-{self.instance_id}.spec.json"
+        spec.touch(mode=0o600)  # it may carry the instance's credentials
         spec.write_text(
             json.dumps(
                 {
@@ -208,6 +212,7 @@ class ProcessRuntime(InstanceRuntime):
                     "web_url": self.web_url,
                     "stats_path": str(self.stats_path),
                     "parent_pid": os.getpid(),
+                    "auth": self.auth.to_json(),
                 }
             )
         )

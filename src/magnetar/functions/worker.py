@@ -34,6 +34,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from magnetar.functions.auth import NO_AUTH, ClientAuth
 from magnetar.functions.config import FunctionConfig, FunctionConfigError, parse_function_config
 from magnetar.functions.runtime import RUNTIMES, InstanceRuntime
 from magnetar.functions.state import StateError, StateStore
@@ -65,6 +66,7 @@ class FunctionsWorker:
         *,
         default_runtime: str = "process",
         builtin_code: Any = None,
+        client_auth: ClientAuth = NO_AUTH,
     ) -> None:
         if default_runtime not in RUNTIMES:
             raise ValueError(f"unknown function runtime {default_runtime!r}; use thread or process")
@@ -73,6 +75,8 @@ class FunctionsWorker:
         self.broker_url = broker_url
         self.web_url = web_url
         self.default_runtime = default_runtime
+        client_auth.check()
+        self.client_auth = client_auth
         self.state = StateStore(store)
         self._builtin_code = builtin_code  # callable(archive) -> (file name, bytes) or None
         self._instances: dict[str, list[InstanceRuntime]] = {}
@@ -131,7 +135,7 @@ class FunctionsWorker:
         kind = cfg.runtime_kind.value if cfg.runtime_kind else self.default_runtime
         work = self.data_dir / "functions" / cfg.fqfn / "work"
         runtimes = [
-            RUNTIMES[kind](cfg, i, str(code), self.broker_url, self.web_url, work)
+            RUNTIMES[kind](cfg, i, str(code), self.broker_url, self.web_url, work, auth=self.client_auth)
             for i in range(cfg.parallelism)
         ]
         self._instances[cfg.fqfn] = runtimes
@@ -305,7 +309,7 @@ class FunctionsWorker:
         from magnetar.client import LATEST, Client
 
         if self._client is None:
-            self._client = Client(self.broker_url)
+            self._client = Client(self.broker_url, authentication=self.client_auth.client_authentication())
         reader = await self._client.create_reader(cfg.output, LATEST) if cfg.output else None
         try:
             producer = await self._client.create_producer(target)

@@ -7,7 +7,7 @@ flags override) and calls ``/admin/v3/{functions,sources,sinks}/...``: create
 and update send ``multipart/form-data`` with the config part and the code file
 (``data``) or a ``builtin://`` URL (``--archive builtin://jdbc-postgres``).
 Requests go through the admin client's HTTP connection (its URL and TLS
-settings); an error status raises :class:`AdminError`, printed as pulsar-admin
+settings) with its credentials (``--auth-plugin``/``--auth-params``); an error status raises :class:`AdminError`, printed as pulsar-admin
 prints it.
 """
 
@@ -25,9 +25,15 @@ CODE_BYTES_MAX = 16 * 1024 * 1024
 CONFIG_KEYS = {"functions": "functionConfig", "sources": "sourceConfig", "sinks": "sinkConfig"}
 
 
+def _auth_headers(ctx: Ctx) -> dict[str, str]:
+    """The credentials of ``--auth-plugin``/``--auth-params`` (or the client conf), as every admin call."""
+    auth = ctx.admin.config.auth
+    return dict(auth.http_headers()) if auth is not None else {}
+
+
 def _request(ctx: Ctx, method: str, path: str, **kwargs: Any) -> Any:
     http = ctx.admin._http  # the admin client's connection: same URL, TLS and timeouts
-    r = http.request(method, path, **kwargs)
+    r = http.request(method, path, headers=_auth_headers(ctx), **kwargs)
     if r.status_code >= 400:
         try:
             reason = r.json().get("reason") or r.text
@@ -263,7 +269,7 @@ def _function_extras(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-s", "--state", required=True, help='{"key": ..., "stringValue": ...}')
 
     def download(c: Ctx, a: argparse.Namespace) -> None:
-        r = c.admin._http.get(_path("functions", a, "download"))
+        r = c.admin._http.get(_path("functions", a, "download"), headers=_auth_headers(c))
         if r.status_code >= 400:
             raise AdminError(r.status_code, r.text)
         Path(a.destination_file).write_bytes(r.content)
