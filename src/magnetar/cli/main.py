@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "perf": "magnetar.cli.perf",
     "tokens": "magnetar.cli.tokens",
     "functions": "magnetar.cli.functions",
+    "functions-worker": "magnetar.cli.functions_worker",
 }
 
 

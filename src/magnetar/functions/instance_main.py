@@ -43,7 +43,8 @@ async def _main(spec: dict) -> None:
     config = parse_function_config(spec["config"])
     stats = InstanceStats()
     auth = ClientAuth.from_json(spec.get("auth"))
-    state = HttpStateClient(spec["web_url"], config.fqfn, headers=auth.http_headers())
+    state_url = spec.get("state_url") or spec["web_url"]
+    state = HttpStateClient(state_url, config.fqfn, headers=auth.http_headers())
     instance = FunctionInstance(
         config, int(spec["instance_id"]), spec["code_path"], spec["broker_url"], state,
         stats=stats, web_url=spec["web_url"], auth=auth,

@@ -52,7 +52,9 @@ class InstanceRuntime:
     def __init__(
         self, config: FunctionConfig, instance_id: int, code_path: str, broker_url: str, web_url: str,
         work_dir: Path, *, auth: ClientAuth = NO_AUTH, worker_id: str = "standalone",
+        state_url: str | None = None,
     ) -> None:  # fmt: skip
+        self.state_url = state_url or web_url  # the worker's state API (web_url: the broker's admin)
         self.auth = auth
         self.worker_id = worker_id
         self.config = config
@@ -164,7 +166,7 @@ class ThreadRuntime(InstanceRuntime):
         self._stats = InstanceStats()
 
     async def _run_once(self) -> None:
-        state = HttpStateClient(self.web_url, self.config.fqfn, headers=self.auth.http_headers())
+        state = HttpStateClient(self.state_url, self.config.fqfn, headers=self.auth.http_headers())
         self._stats = InstanceStats()
         self._instance = FunctionInstance(
             self.config, self.instance_id, self.code_path, self.broker_url, state,
@@ -210,6 +212,7 @@ class ProcessRuntime(InstanceRuntime):
                     "code_path": self.code_path,
                     "broker_url": self.broker_url,
                     "web_url": self.web_url,
+                    "state_url": self.state_url,
                     "stats_path": str(self.stats_path),
                     "parent_pid": os.getpid(),
                     "auth": self.auth.to_json(),

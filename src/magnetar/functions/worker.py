@@ -26,6 +26,7 @@ Errors are :class:`WorkerError` with the HTTP status the REST layer answers
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -37,6 +38,7 @@ from typing import Any
 from magnetar.functions.auth import NO_AUTH, ClientAuth
 from magnetar.functions.config import FunctionConfig, FunctionConfigError, parse_function_config
 from magnetar.functions.runtime import RUNTIMES, InstanceRuntime
+from magnetar.functions.scheduler import ASSIGNMENTS_PATH, WORKERS_ROOT, ClusterMembership, instance_key
 from magnetar.functions.state import StateError, StateStore
 from magnetar.metadata.api import MetadataStore, NotFound
 
@@ -47,6 +49,8 @@ PACKAGES_ROOT = "/admin/functions-packages"
 CODE_BYTES_MAX = 16 * 1024 * 1024
 FILE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+\.py$")
 TRIGGER_TIMEOUT_S = 10.0
+CLUSTER_POLL_S = 1.0
+FORWARDED_HEADER = "X-Magnetar-Worker-Forwarded"
 
 
 class WorkerError(Exception):
@@ -67,46 +71,141 @@ class FunctionsWorker:
         default_runtime: str = "process",
         builtin_code: Any = None,
         client_auth: ClientAuth = NO_AUTH,
+        worker_id: str = "standalone",
+        state_url: str | None = None,
+        membership: ClusterMembership | None = None,
     ) -> None:
         if default_runtime not in RUNTIMES:
             raise ValueError(f"unknown function runtime {default_runtime!r}; use thread or process")
         self.store = store
         self.data_dir = Path(data_dir)
         self.broker_url = broker_url
-        self.web_url = web_url
+        self.web_url = web_url  # the broker's admin API (the output topic's dedup policy)
+        self.state_url = state_url or web_url  # this worker's REST API (state)
         self.default_runtime = default_runtime
         client_auth.check()
         self.client_auth = client_auth
+        self.worker_id = worker_id
+        self.membership = membership
         self.state = StateStore(store)
         self._builtin_code = builtin_code  # callable(archive) -> (file name, bytes) or None
-        self._instances: dict[str, list[InstanceRuntime]] = {}
+        # (fqfn, instance) -> (runtime, (version, restart generation)) of the instances run here
+        self._running: dict[tuple[str, int], tuple[InstanceRuntime, tuple[int, int]]] = {}
         self._lock = asyncio.Lock()
         self._client: Any = None
+        self._wake = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._http: Any = None
 
     # --- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        for tenant in await self._children(FUNCTIONS_ROOT):
-            for ns in await self._children(f"{FUNCTIONS_ROOT}/{tenant}"):
-                for name in await self._children(f"{FUNCTIONS_ROOT}/{tenant}/{ns}"):
-                    try:
-                        await self._launch(await self._meta(tenant, ns, name))
-                    except Exception:
-                        log.exception("cannot start function %s/%s/%s", tenant, ns, name)
+        if self.membership is not None:
+            self.store.add_listener(self._on_notification)
+            await self.membership.start()
+            self._loop_task = asyncio.get_running_loop().create_task(
+                self._cluster_loop(), name=f"functions-worker:{self.worker_id}"
+            )
+        await self._changed()
 
     async def aclose(self) -> None:
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            await asyncio.gather(self._loop_task, return_exceptions=True)
         async with self._lock:
-            for runtimes in self._instances.values():
-                await asyncio.gather(*(r.stop() for r in runtimes), return_exceptions=True)
-            self._instances.clear()
+            await asyncio.gather(*(r.stop() for r, _ in self._running.values()), return_exceptions=True)
+            self._running.clear()
+        if self.membership is not None:
+            self.store.remove_listener(self._on_notification)
+            await self.membership.close()
         if self._client is not None:
             await self._client.close()
+        if self._http is not None:
+            await self._http.aclose()
+
+    def _on_notification(self, note: Any) -> None:
+        if note.path.startswith((FUNCTIONS_ROOT + "/", WORKERS_ROOT, ASSIGNMENTS_PATH)) or note.path in (
+            FUNCTIONS_ROOT,
+        ):
+            self._wake.set()
+
+    async def _cluster_loop(self) -> None:
+        """Cluster mode: schedule (when leading) and reconcile on every change, and every second."""
+        assert self.membership is not None
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CLUSTER_POLL_S):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.membership.ensure_registered()
+                await self._changed()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("functions worker %s: scheduling round failed", self.worker_id, exc_info=True)
+
+    async def _changed(self) -> None:
+        """After a definition changed: the leader reschedules, then this worker reconciles."""
+        metas = await self._all_metas()
+        if self.membership is not None and self.membership.is_leader:
+            keys = [
+                instance_key(fqfn, i)
+                for fqfn, meta in metas.items()
+                for i in range(int(meta["functionConfig"].get("parallelism") or 1))
+            ]
+            await self.membership.schedule(keys)
+        await self.reconcile(metas)
+
+    async def _assignment(self) -> dict[str, str] | None:
+        """The assignment table, or None in a standalone (every instance runs here)."""
+        return None if self.membership is None else await self.membership.assignments()
+
+    async def reconcile(self, metas: dict[str, dict[str, Any]] | None = None) -> None:
+        """Run exactly the instances assigned here and not stopped, each at its current version."""
+        async with self._lock:
+            if metas is None:
+                metas = await self._all_metas()
+            table = await self._assignment()
+            desired: dict[tuple[str, int], tuple[int, int]] = {}
+            for fqfn, meta in metas.items():
+                stopped = set(meta.get("stopped", []))
+                gens = meta.get("restarts", {})
+                for i in range(int(meta["functionConfig"].get("parallelism") or 1)):
+                    if i in stopped:
+                        continue
+                    if table is not None and table.get(instance_key(fqfn, i)) != self.worker_id:
+                        continue
+                    desired[(fqfn, i)] = (int(meta["version"]), int(gens.get(str(i), 0)))
+            gone = [k for k, (_, stamp) in self._running.items() if desired.get(k) != stamp]
+            await asyncio.gather(*(self._running.pop(k)[0].stop() for k in gone), return_exceptions=True)
+            for key, stamp in sorted(desired.items()):
+                if key in self._running:
+                    continue
+                try:
+                    runtime = await self._runtime(metas[key[0]], key[1])
+                except Exception:
+                    log.exception("cannot start function %s instance %d", *key)
+                    continue
+                self._running[key] = (runtime, stamp)
+                runtime.start()
 
     async def _children(self, path: str) -> list[str]:
         try:
             return sorted(await self.store.children(path))
         except NotFound:
             return []
+
+    async def _all_metas(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for tenant in await self._children(FUNCTIONS_ROOT):
+            for ns in await self._children(f"{FUNCTIONS_ROOT}/{tenant}"):
+                for name in await self._children(f"{FUNCTIONS_ROOT}/{tenant}/{ns}"):
+                    try:
+                        out[f"{tenant}/{ns}/{name}"] = await self._meta(tenant, ns, name)
+                    except WorkerError:
+                        continue  # deleted meanwhile
+        return out
 
     # --- metadata --------------------------------------------------------------------------------
 
@@ -126,27 +225,20 @@ class FunctionsWorker:
             if got is None:
                 raise WorkerError(500, f"the code of {cfg.fqfn} is missing from the package store")
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(got.value)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(got.value)
+            tmp.replace(path)
         return path
 
-    async def _launch(self, meta: dict[str, Any]) -> None:
+    async def _runtime(self, meta: dict[str, Any], instance: int) -> InstanceRuntime:
         cfg = parse_function_config(meta["functionConfig"])
         code = await self._materialize(cfg, meta)
         kind = cfg.runtime_kind.value if cfg.runtime_kind else self.default_runtime
         work = self.data_dir / "functions" / cfg.fqfn / "work"
-        runtimes = [
-            RUNTIMES[kind](cfg, i, str(code), self.broker_url, self.web_url, work, auth=self.client_auth)
-            for i in range(cfg.parallelism)
-        ]
-        self._instances[cfg.fqfn] = runtimes
-        stopped = set(meta.get("stopped", []))
-        for r in runtimes:
-            if r.instance_id not in stopped:
-                r.start()
-
-    async def _halt(self, fqfn: str) -> None:
-        runtimes = self._instances.pop(fqfn, [])
-        await asyncio.gather(*(r.stop() for r in runtimes), return_exceptions=True)
+        return RUNTIMES[kind](
+            cfg, instance, str(code), self.broker_url, self.web_url, work,
+            auth=self.client_auth, worker_id=self.worker_id, state_url=self.state_url,
+        )  # fmt: skip
 
     def _code(self, cfg: FunctionConfig, code: bytes | None, filename: str | None) -> tuple[str, bytes]:
         if code is None and cfg.archive and self._builtin_code is not None:
@@ -180,7 +272,7 @@ class FunctionsWorker:
             await self.store.put(f"{PACKAGES_ROOT}/{cfg.fqfn}", data)
             meta = {"functionConfig": cfg.to_json(), "codeFile": fname, "version": 1, "stopped": []}
             await self.store.put(path, json.dumps(meta).encode())
-            await self._launch(meta)
+        await self._changed()
 
     async def update(
         self, tenant: str, ns: str, name: str, doc: Any, code: bytes | None, filename: str | None
@@ -199,22 +291,21 @@ class FunctionsWorker:
             if code is not None:
                 meta["codeFile"], data = self._code(cfg, code, filename)
                 await self.store.put(f"{PACKAGES_ROOT}/{cfg.fqfn}", data)
-            await self._halt(cfg.fqfn)
             await self.store.put(f"{FUNCTIONS_ROOT}/{cfg.fqfn}", json.dumps(meta).encode())
-            await self._launch(meta)
+        await self._changed()
 
     async def deregister(self, tenant: str, ns: str, name: str) -> None:
         async with self._lock:
             meta = await self._meta(tenant, ns, name)
             cfg = parse_function_config(meta["functionConfig"])
-            await self._halt(cfg.fqfn)
             await self.store.delete(f"{FUNCTIONS_ROOT}/{cfg.fqfn}")
             try:
                 await self.store.delete(f"{PACKAGES_ROOT}/{cfg.fqfn}")
             except NotFound:
                 pass
             await self.state.drop_all(cfg.fqfn)
-            shutil.rmtree(self.data_dir / "functions" / cfg.fqfn, ignore_errors=True)
+        await self._changed()  # its instances stop here (and, on their next round, on other workers)
+        shutil.rmtree(self.data_dir / "functions" / cfg.fqfn, ignore_errors=True)
 
     async def get(self, tenant: str, ns: str, name: str) -> dict[str, Any]:
         return (await self._meta(tenant, ns, name))["functionConfig"]
@@ -237,21 +328,57 @@ class FunctionsWorker:
                 out.append(name)
         return out
 
-    # --- instances -------------------------------------------------------------------------------
+    # --- instances ---------------------------------------------------------------------------------
 
-    def _runtimes(self, fqfn: str, instance: int | None) -> list[InstanceRuntime]:
-        runtimes = self._instances.get(fqfn, [])
-        if instance is None:
-            return runtimes
-        if not 0 <= instance < len(runtimes):
-            raise WorkerError(400, f"instance {instance} does not exist (parallelism {len(runtimes)})")
-        return [runtimes[instance]]
+    async def _instance_status(self, fqfn: str, meta: dict[str, Any], i: int, forwarded: bool) -> dict:
+        local = self._running.get((fqfn, i))
+        if local is not None:
+            return local[0].status()
+        status: dict[str, Any] = {"running": False, "error": "", "numRestarts": 0, "workerId": ""}
+        if i in set(meta.get("stopped", [])):
+            status["error"] = "stopped"
+            return {"instanceId": i, "status": status}
+        table = await self._assignment()
+        owner = None if table is None else table.get(instance_key(fqfn, i))
+        if owner is None:
+            status["error"] = "not scheduled yet"
+        elif owner == self.worker_id or forwarded:
+            status["error"] = "starting"
+            status["workerId"] = owner
+        else:
+            return {"instanceId": i, "status": await self._remote_status(fqfn, i, owner)}
+        return {"instanceId": i, "status": status}
 
-    async def status(self, tenant: str, ns: str, name: str, instance: int | None = None) -> dict[str, Any]:
-        await self._meta(tenant, ns, name)
-        instances = [r.status() for r in self._runtimes(f"{tenant}/{ns}/{name}", instance)]
+    async def _remote_status(self, fqfn: str, i: int, owner: str) -> dict[str, Any]:
+        """Pulsar's worker asks the instance's worker: so do we, over its REST API."""
+        assert self.membership is not None
+        info = (await self.membership.workers()).get(owner)
+        down = {"running": False, "numRestarts": 0, "workerId": owner}
+        if info is None:
+            return {**down, "error": f"worker {owner} is gone; waiting to be rescheduled"}
+        import httpx
+
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=10, headers=self.client_auth.http_headers())
+        url = f"{info['webServiceUrl'].rstrip('/')}/admin/v3/functions/{fqfn}/{i}/status"
+        try:
+            r = await self._http.get(url, headers={FORWARDED_HEADER: "1"})
+            r.raise_for_status()
+            return r.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            return {**down, "error": f"worker {owner} did not answer: {exc}"}
+
+    async def status(
+        self, tenant: str, ns: str, name: str, instance: int | None = None, *, forwarded: bool = False
+    ) -> dict[str, Any]:
+        meta = await self._meta(tenant, ns, name)
+        fqfn = f"{tenant}/{ns}/{name}"
+        parallelism = int(meta["functionConfig"].get("parallelism") or 1)
         if instance is not None:
-            return instances[0]["status"]
+            if not 0 <= instance < parallelism:
+                raise WorkerError(400, f"instance {instance} does not exist (parallelism {parallelism})")
+            return (await self._instance_status(fqfn, meta, instance, forwarded))["status"]
+        instances = [await self._instance_status(fqfn, meta, i, forwarded) for i in range(parallelism)]
         return {
             "numInstances": len(instances),
             "numRunning": sum(1 for i in instances if i["status"]["running"]),
@@ -261,41 +388,70 @@ class FunctionsWorker:
     async def stats(self, tenant: str, ns: str, name: str) -> dict[str, Any]:
         st = await self.status(tenant, ns, name)
         inst = [i["status"] for i in st["instances"]]
-        done = sum(i["numSuccessfullyProcessed"] for i in inst)
+        done = sum(i.get("numSuccessfullyProcessed", 0) for i in inst)
         return {
-            "receivedTotal": sum(i["numReceived"] for i in inst),
+            "receivedTotal": sum(i.get("numReceived", 0) for i in inst),
             "processedSuccessfullyTotal": done,
-            "systemExceptionsTotal": sum(i["numSystemExceptions"] for i in inst),
-            "userExceptionsTotal": sum(i["numUserExceptions"] for i in inst),
+            "systemExceptionsTotal": sum(i.get("numSystemExceptions", 0) for i in inst),
+            "userExceptionsTotal": sum(i.get("numUserExceptions", 0) for i in inst),
             "avgProcessLatency": (
-                sum(i["averageLatency"] * i["numSuccessfullyProcessed"] for i in inst) / done
+                sum(i.get("averageLatency", 0.0) * i.get("numSuccessfullyProcessed", 0) for i in inst) / done
                 if done
                 else None
             ),
-            "lastInvocation": max((i["lastInvocationTime"] for i in inst), default=0),
+            "lastInvocation": max((i.get("lastInvocationTime", 0) for i in inst), default=0),
             "instances": [{"instanceId": i["instanceId"], "metrics": i["status"]} for i in st["instances"]],
         }
 
     async def set_running(self, tenant: str, ns: str, name: str, instance: int | None, action: str) -> None:
+        """start / stop / restart: recorded in the definition, so whichever worker runs it obeys."""
         async with self._lock:
             meta = await self._meta(tenant, ns, name)
             fqfn = f"{tenant}/{ns}/{name}"
-            runtimes = self._runtimes(fqfn, instance)
+            parallelism = int(meta["functionConfig"].get("parallelism") or 1)
+            if instance is not None and not 0 <= instance < parallelism:
+                raise WorkerError(400, f"instance {instance} does not exist (parallelism {parallelism})")
+            ids = set(range(parallelism)) if instance is None else {instance}
             stopped = set(meta.get("stopped", []))
-            ids = {r.instance_id for r in runtimes}
-            stopped = stopped | ids if action == "stop" else stopped - ids
+            if action == "stop":
+                stopped |= ids
+            else:
+                stopped -= ids
+            if action == "restart":
+                gens = meta.setdefault("restarts", {})
+                for i in ids:
+                    gens[str(i)] = int(gens.get(str(i), 0)) + 1
             meta["stopped"] = sorted(stopped)
             await self.store.put(f"{FUNCTIONS_ROOT}/{fqfn}", json.dumps(meta).encode())
-            for r in runtimes:
-                if action == "stop":
-                    await r.stop()
-                elif action == "start":
-                    r.start()
-                else:
-                    await r.restart()
+        await self._changed()
+
+    async def cluster(self) -> list[dict[str, Any]]:
+        """Pulsar's ``worker cluster``: every live worker's WorkerInfo."""
+        if self.membership is None:
+            return [self._info(self.worker_id, self.state_url)]
+        return [
+            self._info(w, i["webServiceUrl"]) for w, i in sorted((await self.membership.workers()).items())
+        ]
+
+    async def leader(self) -> dict[str, Any]:
+        if self.membership is None:
+            return self._info(self.worker_id, self.state_url)
+        value = await self.membership.election.leader_value()
+        if value is None:
+            raise WorkerError(503, "no leader worker elected yet")
+        wid = value.decode()
+        info = (await self.membership.workers()).get(wid, {})
+        return self._info(wid, info.get("webServiceUrl", ""))
+
+    @staticmethod
+    def _info(worker_id: str, url: str) -> dict[str, Any]:
+        import urllib.parse
+
+        parsed = urllib.parse.urlsplit(url)
+        return {"workerId": worker_id, "workerHostname": parsed.hostname or "", "port": parsed.port or 0}
 
     def instance_pids(self, fqfn: str) -> list[int | None]:
-        return [getattr(r, "pid", None) for r in self._instances.get(fqfn, [])]
+        return [getattr(r, "pid", None) for (f, _), (r, _) in sorted(self._running.items()) if f == fqfn]
 
     # --- trigger and state -----------------------------------------------------------------------
 
