@@ -6,17 +6,27 @@ It keeps every function, source and sink **in the metadata store** (RocksDB in
 the standalone; Pulsar uses a system topic, this is the simpler durable place):
 
     /admin/functions/{tenant}/{ns}/{name}           JSON {"functionConfig", "codeFile",
-                                                      "version", "stopped": [instance ids]}
+                                                      "version", "stopped": [instance ids],
+                                                      "restarts": {instance id: generation}}
     /admin/functions-packages/{tenant}/{ns}/{name}  the code file's bytes
     /admin/functions-state/{tenant}/{ns}/{name}/... counters and state (see ``state``)
 
-On start it reads them all back and starts their instances, so functions
-survive a restart of the process.  The code is written to
+The worker is a reconciler: :meth:`FunctionsWorker.reconcile` reads every
+definition and runs exactly the instances that are assigned to it and not
+stopped, each at its definition's ``(version, restart generation)``; an
+instance whose stamp changed (update, restart) is stopped and started anew,
+one no longer wanted is stopped.  Every admin write changes the definition
+first and then reconciles, so functions survive a restart of the process and
+whichever worker runs an instance obeys start/stop/restart.  The code is written to
 ``{data_dir}/functions/{tenant}/{ns}/{name}/v{version}/{file}``, which the
 instances import.  Each function has ``parallelism`` instances, each in a
 runtime (``runtime.RUNTIMES``): the function's ``customRuntimeOptions``
 ``{"runtime": ...}`` or the worker's default.  In one standalone the worker is
-its own scheduler: every instance is assigned to it.
+its own scheduler: every instance is assigned to it.  In a cluster
+(``magnetar functions-worker``, ``membership`` given) the leader worker writes
+the assignment table (``functions.scheduler``) and each worker reconciles on
+every change it is notified of and every ``CLUSTER_POLL_S``; the status of an
+instance run elsewhere is asked of its worker's REST API.
 
 Errors are :class:`WorkerError` with the HTTP status the REST layer answers
 (404 unknown, 409 exists, 400 bad input).  Built-in connectors
