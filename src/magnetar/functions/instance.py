@@ -209,7 +209,9 @@ class FunctionInstance:
         return await self._client.subscribe(
             topics,
             c.subscription,
-            consumer_type=ConsumerType.Failover if ordered else ConsumerType.Shared,
+            consumer_type=ConsumerType.Failover
+            if ordered
+            else (ConsumerType.KeyShared if c.retainKeyOrdering else ConsumerType.Shared),
             initial_position=InitialPosition.Earliest
             if c.subscriptionPosition == "Earliest"
             else InitialPosition.Latest,

@@ -47,6 +47,7 @@ from typing import Any
 
 from magnetar.functions.auth import NO_AUTH, ClientAuth
 from magnetar.functions.config import FunctionConfig, FunctionConfigError, parse_function_config
+from magnetar.functions.loader import UserCodeError, check_zip
 from magnetar.functions.runtime import RUNTIMES, InstanceRuntime
 from magnetar.functions.scheduler import ASSIGNMENTS_PATH, WORKERS_ROOT, ClusterMembership, instance_key
 from magnetar.functions.state import StateError, StateStore
@@ -57,7 +58,7 @@ log = logging.getLogger(__name__)
 FUNCTIONS_ROOT = "/admin/functions"
 PACKAGES_ROOT = "/admin/functions-packages"
 CODE_BYTES_MAX = 16 * 1024 * 1024
-FILE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+\.py$")
+FILE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+\.(py|zip)$")
 TRIGGER_TIMEOUT_S = 10.0
 CLUSTER_POLL_S = 1.0
 FORWARDED_HEADER = "X-Magnetar-Worker-Forwarded"
@@ -262,8 +263,22 @@ class FunctionsWorker:
             raise WorkerError(400, f"the code file is larger than {CODE_BYTES_MAX} bytes")
         filename = Path(filename or cfg.py or "function.py").name
         if not FILE_NAME_RE.match(filename):
-            raise WorkerError(400, f"code file {filename!r}: only a Python file (*.py) is supported")
+            raise WorkerError(400, f"code file {filename!r}: a Python file (*.py) or a zip of one (*.zip)")
+        if filename.endswith(".zip"):
+            try:
+                check_zip(code)
+            except UserCodeError as exc:
+                raise WorkerError(400, f"code file {filename!r}: {exc}")
         return filename, code
+
+    def _check_runtime(self, cfg: FunctionConfig) -> None:
+        kind = cfg.runtime_kind.value if cfg.runtime_kind else self.default_runtime
+        if kind == "thread" and (cfg.resources or {}).get("ram"):
+            raise WorkerError(
+                400,
+                "resources.ram cannot be enforced in the thread runtime (instances share the worker's "
+                'memory); use the process runtime (customRuntimeOptions {"runtime": "process"})',
+            )
 
     async def register(
         self, doc: Any, code: bytes | None, filename: str | None, component: str | None = None
@@ -272,6 +287,7 @@ class FunctionsWorker:
             cfg = parse_function_config(doc, component=component)
         except FunctionConfigError as exc:
             raise WorkerError(400, str(exc))
+        self._check_runtime(cfg)
         async with self._lock:
             path = f"{FUNCTIONS_ROOT}/{cfg.fqfn}"
             if await self.store.get(path) is not None:
@@ -296,6 +312,7 @@ class FunctionsWorker:
                 cfg = old.merged({**doc, "tenant": tenant, "namespace": ns, "name": name})
             except FunctionConfigError as exc:
                 raise WorkerError(400, str(exc))
+            self._check_runtime(cfg)
             meta["functionConfig"] = cfg.to_json()
             meta["version"] = int(meta["version"]) + 1
             if code is not None:

@@ -98,6 +98,10 @@ def _definition_flags(p: argparse.ArgumentParser, family: str) -> None:
         p.add_argument("--max-message-retries", type=int, help="redeliveries before the dead-letter topic")
         p.add_argument("--timeout-ms", type=int, help="processing timeout per message")
         p.add_argument("--retain-ordering", action="store_true", default=None, help="process in order")
+        p.add_argument(
+            "--retain-key-ordering", action="store_true", default=None,
+            help="process each key's messages in order (Key_Shared)",
+        )  # fmt: skip
         p.add_argument("--auto-ack", type=lambda v: v.lower() == "true", help="true/false")
     p.add_argument(
         "--processing-guarantees",
@@ -105,6 +109,9 @@ def _definition_flags(p: argparse.ArgumentParser, family: str) -> None:
         help="delivery guarantee of the output (default ATLEAST_ONCE)",
     )
     p.add_argument("--parallelism", type=int, help="number of instances")
+    p.add_argument("--cpu", type=float, help="cores per instance (accepted; not enforced)")
+    p.add_argument("--ram", type=int, help="bytes of memory per instance (process runtime: enforced)")
+    p.add_argument("--disk", type=int, help="bytes of disk per instance (accepted; not enforced)")
     p.add_argument("--custom-runtime-options", help='{"runtime": "thread"|"process"}')
 
 
@@ -140,6 +147,8 @@ def _document(family: str, a: argparse.Namespace) -> dict[str, Any]:
         "maxMessageRetries": getattr(a, "max_message_retries", None),
         "timeoutMs": getattr(a, "timeout_ms", None),
         "retainOrdering": getattr(a, "retain_ordering", None),
+        "retainKeyOrdering": getattr(a, "retain_key_ordering", None),
+        "resources": {k: v for k in ("cpu", "ram", "disk") if (v := getattr(a, k, None)) is not None} or None,
         "autoAck": getattr(a, "auto_ack", None),
         "processingGuarantees": a.processing_guarantees,
         "parallelism": a.parallelism,
