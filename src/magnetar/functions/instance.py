@@ -147,6 +147,7 @@ class FunctionInstance:
         self._user = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"fn-{config.name}")
         self._stopping = asyncio.Event()
         self._acks: set[asyncio.Task[None]] = set()
+        self._schemas: dict[tuple[str, bytes], tuple[str, bytes] | None] = {}
 
     @property
     def guarantee(self) -> ProcessingGuarantees:
@@ -188,6 +189,20 @@ class FunctionInstance:
             running = None
         if running is not self._loop:  # never block the loop on itself (a log record from the loop thread)
             future.result(PUBLISH_TIMEOUT_S)
+
+    def schema_threadsafe(self, topic: str, version: bytes) -> tuple[str, bytes] | None:
+        """A topic's schema (at ``version``; latest when empty) from the broker, cached; user thread only."""
+        key = (topic, version)
+        if key not in self._schemas:
+            assert self._loop is not None and self._client is not None
+            from magnetar.common.naming import TopicName
+
+            base = TopicName.get(topic).partitioned_topic_name
+            got = asyncio.run_coroutine_threadsafe(
+                self._client.get_schema_info(base, version or None), self._loop
+            ).result(PUBLISH_TIMEOUT_S)
+            self._schemas[key] = None if got is None else (got[0].type.name, got[0].schema_data)
+        return self._schemas[key]
 
     # --- the loop --------------------------------------------------------------------------------
 
@@ -242,6 +257,7 @@ class FunctionInstance:
                 publish_fn=self.publish_threadsafe,
                 logger=self._logger(),
                 metrics=self.stats.user_metrics,
+                schema_fn=self.schema_threadsafe,
             )
             self.stats.running = True
             self.stats.error = ""
