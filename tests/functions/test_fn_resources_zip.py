@@ -6,7 +6,8 @@ from __future__ import annotations
 import zipfile
 
 import httpx
-from conftest import admin, wait_for, wait_running
+
+from tests.functions.conftest import EXAMPLES, admin, wait_for, wait_running
 
 HOG = """
 HOLD = []
@@ -55,8 +56,6 @@ def test_ram_enforced_in_process_runtime_refused_in_thread(fn_standalone, client
 def test_retain_key_ordering_uses_key_shared(fn_standalone, client, unique):
     name = f"ko-{unique}"
     src, dst = f"persistent://public/default/koin-{unique}", f"persistent://public/default/koout-{unique}"
-    from conftest import EXAMPLES
-
     out = client.subscribe(dst, "check")
     admin(
         fn_standalone, "functions", "create", "--name", name, "--py", str(EXAMPLES / "exclamation.py"),

@@ -7,9 +7,9 @@ import signal
 
 import httpx
 import pulsar
-from conftest import EXAMPLES, admin, wait_for, wait_running
 
 from magnetar.testing.standalone import StandaloneProcess
+from tests.functions.conftest import EXAMPLES, admin, wait_for, wait_running
 
 
 def _status(sa, name):

@@ -9,9 +9,9 @@ import time
 
 import httpx
 import pytest
-from conftest import admin, wait_for, wait_running
 
 from magnetar.testing.postgres import PostgresServer, postgres_unavailable_reason
+from tests.functions.conftest import admin, wait_for, wait_running
 
 
 @pytest.fixture
