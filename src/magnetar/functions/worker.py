@@ -51,6 +51,12 @@ from magnetar.functions.loader import UserCodeError, check_zip
 from magnetar.functions.runtime import RUNTIMES, InstanceRuntime
 from magnetar.functions.scheduler import ASSIGNMENTS_PATH, WORKERS_ROOT, ClusterMembership, instance_key
 from magnetar.functions.state import StateError, StateStore
+from magnetar.functions.status import (
+    RemoteStatus,
+    aggregate_stats,
+    not_running,
+    worker_info,
+)
 from magnetar.metadata.api import MetadataStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -61,7 +67,6 @@ CODE_BYTES_MAX = 16 * 1024 * 1024
 FILE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+\.(py|zip)$")
 TRIGGER_TIMEOUT_S = 10.0
 CLUSTER_POLL_S = 1.0
-FORWARDED_HEADER = "X-Magnetar-Worker-Forwarded"
 
 
 class WorkerError(Exception):
@@ -106,7 +111,7 @@ class FunctionsWorker:
         self._client: Any = None
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
-        self._http: Any = None
+        self._remote = RemoteStatus(client_auth.http_headers())
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -131,8 +136,7 @@ class FunctionsWorker:
             await self.membership.close()
         if self._client is not None:
             await self._client.close()
-        if self._http is not None:
-            await self._http.aclose()
+        await self._remote.aclose()
 
     def _on_notification(self, note: Any) -> None:
         if note.path.startswith((FUNCTIONS_ROOT + "/", WORKERS_ROOT, ASSIGNMENTS_PATH)) or note.path in (
@@ -361,39 +365,17 @@ class FunctionsWorker:
         local = self._running.get((fqfn, i))
         if local is not None:
             return local[0].status()
-        status: dict[str, Any] = {"running": False, "error": "", "numRestarts": 0, "workerId": ""}
         if i in set(meta.get("stopped", [])):
-            status["error"] = "stopped"
-            return {"instanceId": i, "status": status}
+            return not_running(i, "stopped")
         table = await self._assignment()
         owner = None if table is None else table.get(instance_key(fqfn, i))
         if owner is None:
-            status["error"] = "not scheduled yet"
-        elif owner == self.worker_id or forwarded:
-            status["error"] = "starting"
-            status["workerId"] = owner
-        else:
-            return {"instanceId": i, "status": await self._remote_status(fqfn, i, owner)}
-        return {"instanceId": i, "status": status}
-
-    async def _remote_status(self, fqfn: str, i: int, owner: str) -> dict[str, Any]:
-        """Pulsar's worker asks the instance's worker: so do we, over its REST API."""
+            return not_running(i, "not scheduled yet")
+        if owner == self.worker_id or forwarded:
+            return not_running(i, "starting", owner)
         assert self.membership is not None
-        info = (await self.membership.workers()).get(owner)
-        down = {"running": False, "numRestarts": 0, "workerId": owner}
-        if info is None:
-            return {**down, "error": f"worker {owner} is gone; waiting to be rescheduled"}
-        import httpx
-
-        if self._http is None:
-            self._http = httpx.AsyncClient(timeout=10, headers=self.client_auth.http_headers())
-        url = f"{info['webServiceUrl'].rstrip('/')}/admin/v3/functions/{fqfn}/{i}/status"
-        try:
-            r = await self._http.get(url, headers={FORWARDED_HEADER: "1"})
-            r.raise_for_status()
-            return r.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            return {**down, "error": f"worker {owner} did not answer: {exc}"}
+        url = (await self.membership.workers()).get(owner, {}).get("webServiceUrl")
+        return {"instanceId": i, "status": await self._remote.get(url, fqfn, i, owner)}
 
     async def status(
         self, tenant: str, ns: str, name: str, instance: int | None = None, *, forwarded: bool = False
@@ -413,22 +395,7 @@ class FunctionsWorker:
         }
 
     async def stats(self, tenant: str, ns: str, name: str) -> dict[str, Any]:
-        st = await self.status(tenant, ns, name)
-        inst = [i["status"] for i in st["instances"]]
-        done = sum(i.get("numSuccessfullyProcessed", 0) for i in inst)
-        return {
-            "receivedTotal": sum(i.get("numReceived", 0) for i in inst),
-            "processedSuccessfullyTotal": done,
-            "systemExceptionsTotal": sum(i.get("numSystemExceptions", 0) for i in inst),
-            "userExceptionsTotal": sum(i.get("numUserExceptions", 0) for i in inst),
-            "avgProcessLatency": (
-                sum(i.get("averageLatency", 0.0) * i.get("numSuccessfullyProcessed", 0) for i in inst) / done
-                if done
-                else None
-            ),
-            "lastInvocation": max((i.get("lastInvocationTime", 0) for i in inst), default=0),
-            "instances": [{"instanceId": i["instanceId"], "metrics": i["status"]} for i in st["instances"]],
-        }
+        return aggregate_stats(await self.status(tenant, ns, name))
 
     async def set_running(self, tenant: str, ns: str, name: str, instance: int | None, action: str) -> None:
         """start / stop / restart: recorded in the definition, so whichever worker runs it obeys."""
@@ -455,27 +422,18 @@ class FunctionsWorker:
     async def cluster(self) -> list[dict[str, Any]]:
         """Pulsar's ``worker cluster``: every live worker's WorkerInfo."""
         if self.membership is None:
-            return [self._info(self.worker_id, self.state_url)]
-        return [
-            self._info(w, i["webServiceUrl"]) for w, i in sorted((await self.membership.workers()).items())
-        ]
+            return [worker_info(self.worker_id, self.state_url)]
+        workers = await self.membership.workers()
+        return [worker_info(w, i["webServiceUrl"]) for w, i in sorted(workers.items())]
 
     async def leader(self) -> dict[str, Any]:
         if self.membership is None:
-            return self._info(self.worker_id, self.state_url)
+            return worker_info(self.worker_id, self.state_url)
         value = await self.membership.election.leader_value()
         if value is None:
             raise WorkerError(503, "no leader worker elected yet")
         wid = value.decode()
-        info = (await self.membership.workers()).get(wid, {})
-        return self._info(wid, info.get("webServiceUrl", ""))
-
-    @staticmethod
-    def _info(worker_id: str, url: str) -> dict[str, Any]:
-        import urllib.parse
-
-        parsed = urllib.parse.urlsplit(url)
-        return {"workerId": worker_id, "workerHostname": parsed.hostname or "", "port": parsed.port or 0}
+        return worker_info(wid, (await self.membership.workers()).get(wid, {}).get("webServiceUrl", ""))
 
     def instance_pids(self, fqfn: str) -> list[int | None]:
         return [getattr(r, "pid", None) for (f, _), (r, _) in sorted(self._running.items()) if f == fqfn]

@@ -31,7 +31,8 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from magnetar.functions.worker import FORWARDED_HEADER, WorkerError
+from magnetar.functions.status import FORWARDED_HEADER
+from magnetar.functions.worker import WorkerError
 from magnetar.web.errors import WebError
 
 router = APIRouter(tags=["functions"])
