@@ -172,3 +172,45 @@ def test_workers_schedule_and_reschedule_after_kill(broker, zookeeper_server, tm
     finally:
         for w in workers.values():
             w.stop()
+
+
+def test_worker_rest_authenticates_with_the_broker_keys(broker, zookeeper_server, tmp_path):
+    """authenticationEnabled/authorizationEnabled in functions_worker.yml: tokens as on the broker."""
+    import jwt
+
+    secret = b"worker-auth-secret-0123456789abcdef"
+    (tmp_path / "secret.key").write_bytes(secret)
+    admin_token = jwt.encode({"sub": "admin"}, secret, "HS256")
+    u = uuid.uuid4().hex[:8]
+    conf = tmp_path / "wa.yml"
+    conf.write_text(
+        f"workerId: wa\nworkerHostname: 127.0.0.1\nworkerPort: 0\n"
+        f"pulsarServiceUrl: {broker.broker_url}\npulsarWebServiceUrl: {broker.web_url}\n"
+        f"configurationMetadataStoreUrl: {zookeeper_server.url}/fn-auth-{u}\n"
+        f"downloadDirectory: {tmp_path / 'wa'}\n"
+        "authenticationEnabled: true\nauthorizationEnabled: true\nsuperUserRoles: [admin]\n"
+        "authenticationProviders: [org.apache.pulsar.broker.authentication.AuthenticationProviderToken]\n"
+        f"tokenSecretKey: file://{tmp_path / 'secret.key'}\n"
+    )
+    worker = WorkerProcess(conf, tmp_path / "wa.log")
+    try:
+        url = f"{worker.url}/admin/v2/worker/cluster"
+        assert httpx.get(url, timeout=10).status_code == 401
+        bad = jwt.encode({"sub": "nobody"}, secret, "HS256")
+        assert httpx.get(url, headers={"Authorization": f"Bearer {bad}"}, timeout=10).status_code == 403
+        got = httpx.get(url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=10)
+        assert got.status_code == 200 and [w["workerId"] for w in got.json()] == ["wa"]
+        name = f"excl-{u}"
+        create = [
+            sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", worker.url,
+            "functions", "create", "--name", name, "--py", str(EXAMPLES / "exclamation.py"),
+            "--classname", "exclamation.ExclamationFunction", "--inputs", f"persistent://public/default/wa-{u}",
+        ]  # fmt: skip
+        refused = subprocess.run(create, capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 1 and "401" in refused.stderr
+        auth = ["--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+                "--auth-params", f"token:{admin_token}"]  # fmt: skip
+        ok = subprocess.run([*create[:6], *auth, *create[6:]], capture_output=True, text=True, timeout=60)
+        assert ok.returncode == 0, ok.stderr
+    finally:
+        worker.stop()

@@ -21,6 +21,10 @@ Theory of operation: Pulsar runs its workers beside the brokers, each reading
 ``clientAuthenticationPlugin`` /       the instances' credentials (functions.auth)
 ``clientAuthenticationParameters``
 ``numFunctionPackageReplicas``         accepted; the code lives in the metadata store
+``authenticationEnabled``,             the broker's keys (``authenticationProviders``,
+``authorizationEnabled``, ...          ``tokenSecretKey``, ``superUserRoles``...): the
+                                       worker's REST API authenticates and authorizes
+                                       as the broker's (functions: tenant admins)
 =====================================  ===============================================
 
 Function metadata: Pulsar keeps definitions in a compacted system topic
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -75,6 +80,7 @@ class WorkerConfig:
     runtime: str
     auth_plugin: str
     auth_params: str
+    properties: Mapping[str, str] = dataclasses.field(default_factory=dict)  # every key, as text
 
 
 def load_worker_config(doc: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> WorkerConfig:
@@ -112,7 +118,16 @@ def load_worker_config(doc: Mapping[str, Any], overrides: Mapping[str, Any] | No
         runtime=RUNTIME_FACTORIES[factory],
         auth_plugin=str(merged.get("clientAuthenticationPlugin") or ""),
         auth_params=str(merged.get("clientAuthenticationParameters") or ""),
+        properties={k: _text(v) for k, v in merged.items() if v is not None},
     )
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    return str(value)
 
 
 def read_worker_yaml(path: str) -> dict[str, Any]:
@@ -143,6 +158,7 @@ class FunctionsWorkerProcess:
         self._http_task: asyncio.Task[None] | None = None
         self.web_url = ""
         self._stop = asyncio.Event()
+        self._authn: Any = None
 
     async def start(self) -> None:
         from magnetar.connectors import builtin_code
@@ -169,7 +185,7 @@ class FunctionsWorkerProcess:
             client_auth=ClientAuth(c.auth_plugin, c.auth_params), worker_id=c.worker_id,
             state_url=self.web_url, membership=ClusterMembership(self.store, c.worker_id, self.web_url),
         )  # fmt: skip
-        app = create_worker_app(self.worker)
+        app = create_worker_app(self.worker, self._auth_services())
         self._http = _InLoopServer(
             uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", loop="none")
         )
@@ -181,6 +197,23 @@ class FunctionsWorkerProcess:
                     raise RuntimeError("the worker's HTTP server stopped during start-up")
                 await asyncio.sleep(0.01)
         await self.worker.start()
+
+    def _auth_services(self) -> Any:
+        """The broker's authentication/authorization services over this worker's store, or None."""
+        from types import SimpleNamespace
+
+        from magnetar.broker.auth.authorization import AuthorizationService
+        from magnetar.broker.auth.config import AuthConfig
+        from magnetar.broker.auth.service import AuthenticationService
+        from magnetar.runtime import RealClock
+
+        cfg = AuthConfig.from_properties(self.config.properties)
+        if not (cfg.authentication_enabled or cfg.authorization_enabled):
+            return None
+        self._authn = AuthenticationService.from_config(cfg, RealClock())
+        return SimpleNamespace(
+            authentication=self._authn, authorization=AuthorizationService(cfg, self.store)
+        )
 
     @property
     def ready_line(self) -> str:
@@ -199,5 +232,7 @@ class FunctionsWorkerProcess:
             self._http.should_exit = True
             if self._http_task is not None:
                 await asyncio.gather(self._http_task, return_exceptions=True)
+        if self._authn is not None:
+            await self._authn.aclose()
         if self.store is not None:
             await self.store.aclose()

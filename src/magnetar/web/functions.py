@@ -260,17 +260,21 @@ async def builtins(request: Request, family: str, what: str) -> Any:
     return JSONResponse([c for c in catalogue() if kind in c.get("kinds", [])])
 
 
-def create_worker_app(worker: Any) -> Any:
+def create_worker_app(worker: Any, auth_services: Any = None) -> Any:
     """The REST API of a worker process of its own (``magnetar functions-worker``): these routes only.
 
-    It does not authenticate callers (Pulsar's worker can; here put it on a private network,
-    or use the broker-hosted worker of the standalone, which does)."""
+    ``auth_services`` (``.authentication``, ``.authorization``, as the broker service has
+    them) turns on the same authentication and per-route authorization as the broker's."""
     from fastapi import FastAPI
 
+    from magnetar.web.auth import install_auth
     from magnetar.web.errors import install_error_handlers
 
     app = FastAPI(title="magnetar functions worker", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.functions_worker = worker
     install_error_handlers(app)
+    if auth_services is not None:
+        app.state.broker_service = auth_services
+        install_auth(app)
     app.include_router(router)
     return app
