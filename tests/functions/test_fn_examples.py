@@ -4,7 +4,8 @@ standalone; the official client produces the input and reads the output."""
 from __future__ import annotations
 
 import httpx
-from conftest import EXAMPLES, admin, wait_for, wait_running
+
+from tests.functions.conftest import EXAMPLES, admin, wait_for, wait_running
 
 
 def _recv_all(consumer, n: int, timeout_ms: int = 20000) -> list[str]:

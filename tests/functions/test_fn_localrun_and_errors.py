@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import httpx
-from conftest import EXAMPLES, admin
+
+from tests.functions.conftest import EXAMPLES, admin
 
 
 def test_localrun_runs_an_unchanged_function(fn_standalone, client, unique):

@@ -7,9 +7,9 @@ import signal
 
 import httpx
 import pulsar
-from conftest import EXAMPLES, admin, wait_for, wait_running
 
 from magnetar.testing.standalone import StandaloneProcess
+from tests.functions.conftest import EXAMPLES, admin, wait_for, wait_running
 
 
 def _status(sa, name):
@@ -63,8 +63,12 @@ def test_effectively_once_across_worker_restart(tmp_path, unique):
             "--processing-guarantees", "EFFECTIVELY_ONCE", "--subs-position", "Earliest",
         )  # fmt: skip
         wait_running(sa, name)
-        # effectively-once needs the broker's deduplication: the worker turned it on
-        assert httpx.get(f"{sa.web_url}/admin/v2/namespaces/public/default/deduplication").json() is True
+        # effectively-once needs the broker's deduplication: the worker turned it on for the output
+        # topic only (its topic-level policy), not for the whole namespace
+        topic_path = f"{sa.web_url}/admin/v2/persistent/public/default/eoout-{unique}/deduplicationEnabled"
+        assert httpx.get(topic_path).json() is True
+        ns = httpx.get(f"{sa.web_url}/admin/v2/namespaces/public/default/deduplication")
+        assert ns.status_code == 204 or ns.json() is not True
         producer = c.create_producer(src, batching_enabled=False)
         n = 300
         for i in range(n):

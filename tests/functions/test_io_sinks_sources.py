@@ -9,9 +9,9 @@ import time
 
 import httpx
 import pytest
-from conftest import admin, wait_for, wait_running
 
 from magnetar.testing.postgres import PostgresServer, postgres_unavailable_reason
+from tests.functions.conftest import admin, wait_for, wait_running
 
 
 @pytest.fixture
@@ -167,3 +167,39 @@ def test_user_python_sink_archive_and_http_sink(fn_standalone, client, unique, t
         )
     finally:
         server.shutdown()
+
+
+def test_postgres_sink_avro_records(fn_standalone, client, unique, postgres):
+    """An Avro topic (the official client's AvroSchema): each record's fields are the row's columns."""
+    import psycopg
+    from pulsar.schema import AvroSchema, Integer, Record, String
+
+    class Person(Record):
+        id = Integer()
+        name = String()
+        age = Integer()
+
+    with psycopg.connect(postgres.url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE avro_people (id int PRIMARY KEY, name text, age int)")
+    name, src = f"pga-{unique}", f"persistent://public/default/avro-people-{unique}"
+    producer = client.create_producer(src, schema=AvroSchema(Person))
+    config = {"jdbcUrl": f"jdbc:{postgres.url}", "tableName": "avro_people", "key": "id"}
+    admin(
+        fn_standalone, "sinks", "create", "--name", name, "--archive", "builtin://jdbc-postgres",
+        "--inputs", src, "--sink-config", json.dumps(config), "--subs-position", "Earliest",
+    )  # fmt: skip
+    wait_running(fn_standalone, name, family="sinks")
+    for i in range(50):
+        producer.send(Person(id=i, name=f"a{i}", age=20 + i % 7))
+    producer.send(Person(id=7, name="seven-again", age=77))  # an upsert on the key
+    producer.flush()
+    wait_for(lambda: _count(postgres.url, "avro_people") == 50, timeout_s=60, what="50 rows")
+
+    def row7():
+        with psycopg.connect(postgres.url, autocommit=True) as conn:
+            return conn.execute("SELECT name, age FROM avro_people WHERE id = 7").fetchone()
+
+    wait_for(lambda: row7() == ("seven-again", 77), timeout_s=30, what="the upsert of id 7")
+    with psycopg.connect(postgres.url, autocommit=True) as conn:
+        assert conn.execute("SELECT name, age FROM avro_people WHERE id = 30").fetchone() == ("a30", 22)
+    admin(fn_standalone, "sinks", "delete", "--name", name)

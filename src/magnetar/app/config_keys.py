@@ -73,6 +73,8 @@ ASSEMBLY_KEYS = frozenset(
         "retentionCheckIntervalInSeconds",
         "functionsWorkerEnabled",
         "functionRuntime",
+        "clientAuthenticationPlugin",
+        "clientAuthenticationParameters",
     }
 )
 

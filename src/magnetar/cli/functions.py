@@ -10,6 +10,8 @@ event loop until SIGINT/SIGTERM.  Counters and state are kept in memory, or,
 with ``--state-storage-service-url http://worker:8080``, by that worker's
 state API under the same function name.  ``--web-service-url`` is needed for
 EFFECTIVELY_ONCE (it turns deduplication on for the output topic).
+``--client-auth-plugin`` / ``--client-auth-params`` (pulsar-admin's names) are the
+credentials for the broker and those URLs.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lr.add_argument("--parallelism", type=int, default=1)
     lr.add_argument("--user-config", help="user config JSON")
     lr.add_argument("--subs-position", choices=["Latest", "Earliest"], default="Latest")
+    lr.add_argument("--client-auth-plugin", default="", help="auth plugin of the broker/worker client")
+    lr.add_argument("--client-auth-params", default="", help="its params, e.g. token:<jwt> or file:///path")
     lr.set_defaults(func=localrun)
 
 
@@ -66,24 +70,35 @@ def localrun(args: argparse.Namespace) -> int:
     except FunctionConfigError as exc:
         print(f"magnetar functions localrun: {exc}", file=sys.stderr)
         return 2
+    from magnetar.common.errors import InvalidArgument
+    from magnetar.functions.auth import ClientAuth
+
+    auth = ClientAuth(args.client_auth_plugin, args.client_auth_params)
     try:
-        asyncio.run(_run(config, args))
+        auth.check()
+    except InvalidArgument as exc:
+        print(f"magnetar functions localrun: {exc.message}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_run(config, args, auth))
     except Exception as exc:
         print(f"magnetar functions localrun: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _run(config, args: argparse.Namespace) -> None:
+async def _run(config, args: argparse.Namespace, auth) -> None:
     from magnetar.functions.instance import FunctionInstance
     from magnetar.functions.state import HttpStateClient, LocalState
 
     instances = []
     for i in range(config.parallelism):
         url = args.state_storage_service_url
-        state = HttpStateClient(url, config.fqfn) if url else LocalState()
+        state = HttpStateClient(url, config.fqfn, headers=auth.http_headers()) if url else LocalState()
         instances.append(
-            FunctionInstance(config, i, args.py, args.broker_service_url, state, web_url=args.web_service_url)
+            FunctionInstance(
+                config, i, args.py, args.broker_service_url, state, web_url=args.web_service_url, auth=auth
+            )
         )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

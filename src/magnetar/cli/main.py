@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "initialize-cluster-metadata": "magnetar.cli.cluster_metadata",
     "cluster": "magnetar.cli.cluster",
     "proxy": "magnetar.cli.proxy",
+    "functions-worker": "magnetar.cli.functions_worker",
 }
 
 

@@ -1,7 +1,9 @@
 """PostgreSQL sink (JDBC-sink semantics) through psycopg.
 
 Theory of operation: every record's value is a JSON object (bytes or text)
-whose keys are column names.  Config (Pulsar's JDBC sink names where they
+whose keys are column names, or -- from a topic with an AVRO (or JSON) schema
+-- the decoded record, whose field names are the column names (nested records
+and arrays are stored as JSON text, bytes as bytea).  Config (Pulsar's JDBC sink names where they
 exist): ``jdbcUrl`` (``jdbc:postgresql://host:port/db`` or a libpq URI
 ``postgresql://...``), ``userName``, ``password``, ``tableName``, optional
 ``key`` (comma-separated key columns: then an upsert, ``INSERT ... ON CONFLICT

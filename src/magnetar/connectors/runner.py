@@ -4,7 +4,9 @@ Theory of operation: the worker runs connectors with the same instance loop
 as functions.  ``sink_function(SinkClass)`` is a function class whose
 ``process(value, context)`` opens the sink once (with the connector's config,
 ``context.get_user_config_map()``), wraps the input in a
-:class:`~magnetar.connectors.api.Record` and writes it; a failed record raises
+:class:`~magnetar.connectors.api.Record` and writes it (a value from a topic
+with an AVRO or JSON schema is decoded into a dict first, with the writer's
+schema version fetched from the broker: :func:`decode_by_schema`); a failed record raises
 :class:`SinkWriteError`, which the instance answers with a negative ack (the
 message comes back: retry without loss).  A failed write also closes and
 forgets the sink so the next attempt opens it afresh (a fresh connection after
@@ -22,6 +24,33 @@ from typing import Any
 from magnetar.connectors.api import Record
 
 
+def decode_by_schema(value: Any, context: Any) -> Any:
+    """The record's value as its topic's schema reads it: an AVRO or JSON record -> a dict.
+
+    Other topics (no schema, bytes, string...) keep the value as the instance decoded it.
+    """
+    schema = context.get_message_schema() if hasattr(context, "get_message_schema") else None
+    if schema is None:
+        return value
+    kind, definition = schema
+    data = context.get_message_data()
+    if kind == "AVRO":
+        import io
+
+        import fastavro
+
+        parsed = _AVRO_SCHEMAS.get(definition)
+        if parsed is None:
+            parsed = _AVRO_SCHEMAS[definition] = fastavro.parse_schema(json.loads(definition))
+        return fastavro.schemaless_reader(io.BytesIO(data), parsed)
+    if kind == "JSON":
+        return json.loads(data)
+    return value
+
+
+_AVRO_SCHEMAS: dict[bytes, Any] = {}
+
+
 class SinkWriteError(Exception):
     """The sink failed (or refused) a record; it will be redelivered."""
 
@@ -37,7 +66,7 @@ def sink_function(sink_class: type) -> type:
                 sink.open(context.get_user_config_map(), context)
                 self._sink = sink
             record = Record(
-                value=value,
+                value=decode_by_schema(value, context),
                 key=context.get_message_key(),
                 properties=context.get_message_properties(),
                 topic_name=context.get_current_message_topic_name(),

@@ -13,6 +13,9 @@ that names the field -- the REST layer answers it as 400.
 
 Magnetar's own choice of runtime travels in Pulsar's ``customRuntimeOptions``
 string (JSON): ``{"runtime": "thread"}`` or ``{"runtime": "process"}``.
+``resources`` (``cpu`` cores, ``ram`` and ``disk`` bytes) is validated here and
+enforced by the process runtime (see ``runtime``); ``retainOrdering`` reads with
+a Failover subscription, ``retainKeyOrdering`` with Key_Shared.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 # No leading dot: a name is also a directory under the worker's data dir ("..", ".x" refused).
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
 PARALLELISM_MAX = 64
+RAM_MIN_BYTES = 64 * 1024 * 1024  # a Python instance with the client needs about this much
 
 
 class FunctionConfigError(ValueError):
@@ -65,6 +69,8 @@ class FunctionConfig:
     subscriptionPosition: str = "Latest"
     autoAck: bool = True
     retainOrdering: bool = False
+    retainKeyOrdering: bool = False
+    resources: dict[str, Any] | None = None  # {"cpu": cores, "ram": bytes, "disk": bytes}
     cleanupSubscription: bool = True
     py: str | None = None
     runtime: str = "PYTHON"
@@ -158,6 +164,37 @@ def _inputs(doc: dict[str, Any]) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def _resources(raw: Any) -> dict[str, Any] | None:
+    """Pulsar's ``Resources``: ``cpu`` (cores, float), ``ram`` and ``disk`` (bytes)."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise FunctionConfigError("resources must be a JSON object")
+    if not isinstance(raw, dict):
+        raise FunctionConfigError('resources must be {"cpu": cores, "ram": bytes, "disk": bytes}')
+    unknown = set(raw) - {"cpu", "ram", "disk"}
+    if unknown:
+        raise FunctionConfigError(f"resources: unknown field(s) {sorted(unknown)}; use cpu, ram, disk")
+    out: dict[str, Any] = {}
+    for key, kind in (("cpu", float), ("ram", int), ("disk", int)):
+        v = raw.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+            raise FunctionConfigError(f"resources.{key} must be a positive number, not {v!r}")
+        if kind is int and v != int(v):
+            raise FunctionConfigError(f"resources.{key} is a number of bytes (an integer), not {v!r}")
+        out[key] = kind(v)
+    if "ram" in out and out["ram"] < RAM_MIN_BYTES:
+        raise FunctionConfigError(
+            f"resources.ram {out['ram']} is below {RAM_MIN_BYTES} bytes, too little for an instance"
+        )
+    return out or None
+
+
 def parse_function_config(doc: Any, *, component: str | None = None) -> FunctionConfig:
     """Validate a functionConfig / sourceConfig / sinkConfig document."""
     if not isinstance(doc, dict):
@@ -189,6 +226,12 @@ def parse_function_config(doc: Any, *, component: str | None = None) -> Function
         raise FunctionConfigError("className is required")
     if kind == "source" and not (doc.get("output") or doc.get("topicName")):
         raise FunctionConfigError("topicName (the source's output topic) is required")
+    if doc.get("retainOrdering") and doc.get("retainKeyOrdering"):
+        raise FunctionConfigError("retainOrdering and retainKeyOrdering cannot both be set")
+    if guarantee is ProcessingGuarantees.EFFECTIVELY_ONCE and doc.get("retainKeyOrdering"):
+        raise FunctionConfigError(
+            "EFFECTIVELY_ONCE reads in order (Failover); retainKeyOrdering cannot apply"
+        )
     if guarantee is ProcessingGuarantees.EFFECTIVELY_ONCE and (pattern or len(inputs) > 1):
         raise FunctionConfigError("EFFECTIVELY_ONCE needs exactly one input topic")
     position = _str(doc, "subscriptionPosition", "Latest") or "Latest"
@@ -212,6 +255,8 @@ def parse_function_config(doc: Any, *, component: str | None = None) -> Function
         subscriptionPosition=position,
         autoAck=bool(doc.get("autoAck", True)),
         retainOrdering=bool(doc.get("retainOrdering", False)),
+        retainKeyOrdering=bool(doc.get("retainKeyOrdering", False)),
+        resources=_resources(doc.get("resources")),
         cleanupSubscription=bool(doc.get("cleanupSubscription", True)),
         py=_str(doc, "py"),
         runtime=_str(doc, "runtime", "PYTHON") or "PYTHON",

@@ -47,7 +47,9 @@ class Context:
         metrics: dict[str, dict[str, float]],
         function_id: str = "",
         version: str = "0",
+        schema_fn: Callable[[str, bytes], tuple[str, bytes] | None] | None = None,
     ) -> None:
+        self._schema_fn = schema_fn
         self._config = config
         self._instance_id = instance_id
         self._state = state
@@ -82,6 +84,16 @@ class Context:
 
     def get_message_properties(self) -> dict[str, str]:
         return dict(self._message.properties()) if self._message is not None else {}
+
+    def get_message_data(self) -> bytes | None:
+        """The current message's payload as sent (Magnetar's: the connectors decode it by schema)."""
+        return self._message.data() if self._message is not None else None
+
+    def get_message_schema(self) -> tuple[str, bytes] | None:
+        """``(type name, definition)`` of the schema the current message was written with, or None."""
+        if self._message is None or self._schema_fn is None:
+            return None
+        return self._schema_fn(self._message.topic_name(), self._message.schema_version() or b"")
 
     def get_current_message_topic_name(self) -> str | None:
         return self._message.topic_name() if self._message is not None else None

@@ -22,9 +22,10 @@ Processing guarantees, as Pulsar has them:
 * ``EFFECTIVELY_ONCE``: as at-least-once, plus the output producer has a fixed
   name (``{tenant}/{ns}/{name}-{instance}``), no batching, and every output's
   sequence id is derived from its input's position (:func:`sequence_id_of`), with
-  deduplication turned on for the output's namespace; a repeat after a crash
+  deduplication turned on for the output topic; a repeat after a crash
   carries a sequence id the broker has already seen and is dropped (and one at or
-  below the producer's ``last_sequence_id`` is not even sent again).  The consumer is
+  below the producer's ``last_sequence_id`` is not even sent again).  The worker
+  turns on the output topic's own ``deduplicationEnabled`` policy for it.  The consumer is
   Failover so one instance reads a partition in order.
 
 Sends are pipelined (up to the producer's pending limit): the ack happens in the
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magnetar.client import Client, ConsumerDeadLetterPolicy, ConsumerType, InitialPosition
+from magnetar.functions.auth import NO_AUTH, ClientAuth
 from magnetar.functions.config import FunctionConfig, ProcessingGuarantees
 from magnetar.functions.context import Context
 from magnetar.functions.loader import identity_deserialize, identity_serialize, load_callable
@@ -127,8 +129,11 @@ class FunctionInstance:
         *,
         stats: InstanceStats | None = None,
         web_url: str | None = None,
+        auth: ClientAuth = NO_AUTH,
     ) -> None:
         self.web_url = web_url
+        self.auth = auth
+        self.auth_headers = auth.http_headers()
         self.config = config
         self.instance_id = instance_id
         self.code_path = code_path
@@ -142,6 +147,7 @@ class FunctionInstance:
         self._user = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"fn-{config.name}")
         self._stopping = asyncio.Event()
         self._acks: set[asyncio.Task[None]] = set()
+        self._schemas: dict[tuple[str, bytes], tuple[str, bytes] | None] = {}
 
     @property
     def guarantee(self) -> ProcessingGuarantees:
@@ -184,6 +190,20 @@ class FunctionInstance:
         if running is not self._loop:  # never block the loop on itself (a log record from the loop thread)
             future.result(PUBLISH_TIMEOUT_S)
 
+    def schema_threadsafe(self, topic: str, version: bytes) -> tuple[str, bytes] | None:
+        """A topic's schema (at ``version``; latest when empty) from the broker, cached; user thread only."""
+        key = (topic, version)
+        if key not in self._schemas:
+            assert self._loop is not None and self._client is not None
+            from magnetar.common.naming import TopicName
+
+            base = TopicName.get(topic).partitioned_topic_name
+            got = asyncio.run_coroutine_threadsafe(
+                self._client.get_schema_info(base, version or None), self._loop
+            ).result(PUBLISH_TIMEOUT_S)
+            self._schemas[key] = None if got is None else (got[0].type.name, got[0].schema_data)
+        return self._schemas[key]
+
     # --- the loop --------------------------------------------------------------------------------
 
     def _logger(self) -> logging.Logger:
@@ -204,7 +224,9 @@ class FunctionInstance:
         return await self._client.subscribe(
             topics,
             c.subscription,
-            consumer_type=ConsumerType.Failover if ordered else ConsumerType.Shared,
+            consumer_type=ConsumerType.Failover
+            if ordered
+            else (ConsumerType.KeyShared if c.retainKeyOrdering else ConsumerType.Shared),
             initial_position=InitialPosition.Earliest
             if c.subscriptionPosition == "Earliest"
             else InitialPosition.Latest,
@@ -222,7 +244,7 @@ class FunctionInstance:
         )
         if self.guarantee is ProcessingGuarantees.EFFECTIVELY_ONCE and self.config.output:
             await self._enable_dedup(self.config.output)
-        self._client = Client(self.broker_url)
+        self._client = Client(self.broker_url, authentication=self.auth.client_authentication())
         try:
             is_source = self.config.componentType == "source"
             consumer = None if is_source else await self._subscribe()
@@ -235,6 +257,7 @@ class FunctionInstance:
                 publish_fn=self.publish_threadsafe,
                 logger=self._logger(),
                 metrics=self.stats.user_metrics,
+                schema_fn=self.schema_threadsafe,
             )
             self.stats.running = True
             self.stats.error = ""
@@ -260,9 +283,10 @@ class FunctionInstance:
     async def _enable_dedup(self, topic: str) -> None:
         """Make sure the broker deduplicates the output topic, as effectively-once needs.
 
-        The broker decides per namespace (``deduplicationEnabled`` policy over the broker's
-        ``brokerDeduplicationEnabled``), as Pulsar does; Pulsar asks the user to enable it, the
-        worker does it for them when it is not on, and logs that it did.
+        Sets the output topic's own ``deduplicationEnabled`` policy (topic > namespace >
+        ``brokerDeduplicationEnabled``, as Pulsar resolves it), so other topics of the
+        namespace are untouched; Pulsar asks the user to enable it, the worker does it for
+        them when it is not on, and logs that it did.
         """
         if not self.web_url:
             raise RuntimeError("EFFECTIVELY_ONCE needs the admin URL to enable deduplication")
@@ -270,17 +294,17 @@ class FunctionInstance:
 
         from magnetar.common.naming import TopicName
 
-        ns = TopicName.get(topic).namespace
-        url = f"{self.web_url.rstrip('/')}/admin/v2/namespaces/{ns}/deduplication"
-        async with httpx.AsyncClient(timeout=30) as http:
-            got = await http.get(url)
+        name = TopicName.get(topic)
+        url = f"{self.web_url.rstrip('/')}/admin/v2/{name.rest_path()}/deduplicationEnabled"
+        async with httpx.AsyncClient(timeout=30, headers=self.auth_headers) as http:
+            got = await http.get(url, params={"applied": "true"})
             if got.status_code == 200 and got.content and got.json() is True:
                 return
             r = await http.post(url, json=True)
         if r.status_code >= 300:
-            raise RuntimeError(f"enabling deduplication on {ns} failed: {r.status_code} {r.text[:200]}")
+            raise RuntimeError(f"enabling deduplication on {topic} failed: {r.status_code} {r.text[:200]}")
         log.warning(
-            "EFFECTIVELY_ONCE function %s: enabled deduplication on namespace %s", self.config.fqfn, ns
+            "EFFECTIVELY_ONCE function %s: enabled deduplication on topic %s", self.config.fqfn, topic
         )
 
     async def _source_loop(self, fn: Any, ctx: Context) -> None:

@@ -1,7 +1,8 @@
 """``python -m magnetar.functions.instance_main SPEC.json``: one function instance as a process.
 
 Theory of operation: the process runtime writes a spec (the function config,
-instance id, code path, broker and web URLs, where to write stats) and starts
+instance id, code path, broker and web URLs, where to write stats, the
+client credentials of ``functions.auth``) and starts
 this module.  It runs one :class:`~magnetar.functions.instance.FunctionInstance`
 on its own event loop, writes the instance's stats to the stats file every
 second (write to a temporary name, then rename, so a reader never sees half a
@@ -22,6 +23,7 @@ import signal
 import sys
 from pathlib import Path
 
+from magnetar.functions.auth import ClientAuth
 from magnetar.functions.config import parse_function_config
 from magnetar.functions.instance import FunctionInstance, InstanceStats
 from magnetar.functions.state import HttpStateClient
@@ -40,10 +42,12 @@ def _write_stats(path: Path, stats: InstanceStats) -> None:
 async def _main(spec: dict) -> None:
     config = parse_function_config(spec["config"])
     stats = InstanceStats()
-    state = HttpStateClient(spec["web_url"], config.fqfn)
+    auth = ClientAuth.from_json(spec.get("auth"))
+    state_url = spec.get("state_url") or spec["web_url"]
+    state = HttpStateClient(state_url, config.fqfn, headers=auth.http_headers())
     instance = FunctionInstance(
         config, int(spec["instance_id"]), spec["code_path"], spec["broker_url"], state,
-        stats=stats, web_url=spec["web_url"],
+        stats=stats, web_url=spec["web_url"], auth=auth,
     )  # fmt: skip
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, instance.stop)

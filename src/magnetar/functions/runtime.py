@@ -11,6 +11,14 @@ and only ever calls ``start``, ``stop``, ``restart`` and ``status`` on it.
   with a JSON spec file, one subprocess per instance.  The child writes its stats
   to ``stats.json`` (atomically, every second) and the runtime reads them.
 
+Resources (``FunctionConfig.resources``): the process runtime enforces
+``ram`` -- a watchdog samples the child's resident memory every
+``RAM_CHECK_S`` and kills it when it is over (the status says so, and the
+supervisor restarts it, as an OOM kill would); ``cpu`` and ``disk`` are
+accepted and not enforced (no cgroups here; Pulsar's process runtime does not
+enforce them either).  The thread runtime shares the worker's memory, so the
+worker refuses ``ram`` for it (``functions.worker``).
+
 Both keep a supervisor task that restarts the instance when it dies (a process
 exit, or the instance task raising), after a backoff that grows from 1 s to
 30 s and resets once the instance has run for a minute; ``numRestarts`` counts
@@ -31,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from magnetar.functions.auth import NO_AUTH, ClientAuth
 from magnetar.functions.config import FunctionConfig
 from magnetar.functions.instance import FunctionInstance, InstanceStats
 from magnetar.functions.state import HttpStateClient
@@ -41,6 +50,7 @@ BACKOFF_MIN_S = 1.0
 BACKOFF_MAX_S = 30.0
 HEALTHY_AFTER_S = 60.0
 STOP_TIMEOUT_S = 10.0
+RAM_CHECK_S = 0.5
 
 
 class InstanceRuntime:
@@ -50,8 +60,12 @@ class InstanceRuntime:
 
     def __init__(
         self, config: FunctionConfig, instance_id: int, code_path: str, broker_url: str, web_url: str,
-        work_dir: Path,
+        work_dir: Path, *, auth: ClientAuth = NO_AUTH, worker_id: str = "standalone",
+        state_url: str | None = None,
     ) -> None:  # fmt: skip
+        self.state_url = state_url or web_url  # the worker's state API (web_url: the broker's admin)
+        self.auth = auth
+        self.worker_id = worker_id
         self.config = config
         self.instance_id = instance_id
         self.code_path = code_path
@@ -145,7 +159,7 @@ class InstanceRuntime:
                 "latestSystemExceptions": s.get("latestSystemExceptions", []),
                 "averageLatency": s.get("averageLatency", 0.0),
                 "lastInvocationTime": s.get("lastInvocationTime", 0),
-                "workerId": "standalone",
+                "workerId": self.worker_id,
                 "runtime": self.kind,
                 "pid": s.get("pid"),
             },
@@ -161,11 +175,11 @@ class ThreadRuntime(InstanceRuntime):
         self._stats = InstanceStats()
 
     async def _run_once(self) -> None:
-        state = HttpStateClient(self.web_url, self.config.fqfn)
+        state = HttpStateClient(self.state_url, self.config.fqfn, headers=self.auth.http_headers())
         self._stats = InstanceStats()
         self._instance = FunctionInstance(
             self.config, self.instance_id, self.code_path, self.broker_url, state,
-            stats=self._stats, web_url=self.web_url,
+            stats=self._stats, web_url=self.web_url, auth=self.auth,
         )  # fmt: skip
         try:
             await self._instance.run()
@@ -186,6 +200,7 @@ class ProcessRuntime(InstanceRuntime):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._proc: asyncio.subprocess.Process | None = None
+        self._over_ram = ""
 
     @property
     def stats_path(self) -> Path:
@@ -198,6 +213,7 @@ class ProcessRuntime(InstanceRuntime):
     async def _run_once(self) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         spec = self.work_dir / f"instance-{self.instance_id}.spec.json"
+        spec.touch(mode=0o600)  # it may carry the instance's credentials
         spec.write_text(
             json.dumps(
                 {
@@ -206,8 +222,10 @@ class ProcessRuntime(InstanceRuntime):
                     "code_path": self.code_path,
                     "broker_url": self.broker_url,
                     "web_url": self.web_url,
+                    "state_url": self.state_url,
                     "stats_path": str(self.stats_path),
                     "parent_pid": os.getpid(),
+                    "auth": self.auth.to_json(),
                 }
             )
         )
@@ -222,9 +240,39 @@ class ProcessRuntime(InstanceRuntime):
             )  # fmt: skip
         finally:
             log_file.close()
-        code = await self._proc.wait()
+        ram = (self.config.resources or {}).get("ram")
+        watch = asyncio.create_task(self._watch_ram(self._proc, int(ram))) if ram else None
+        try:
+            code = await self._proc.wait()
+        finally:
+            if watch is not None:
+                watch.cancel()
+                await asyncio.gather(watch, return_exceptions=True)
+        if self._over_ram:
+            reason, self._over_ram = self._over_ram, ""
+            raise RuntimeError(reason)
         if not self._stop.is_set():
             raise RuntimeError(f"the instance process exited with code {code}")
+
+    async def _watch_ram(self, proc: asyncio.subprocess.Process, limit: int) -> None:
+        """Kill the instance when its resident memory exceeds ``resources.ram`` (as an OOM kill)."""
+        import psutil
+
+        try:
+            ps = psutil.Process(proc.pid)
+            while proc.returncode is None:
+                rss = ps.memory_info().rss
+                if rss > limit:
+                    self._over_ram = f"killed: resident memory {rss} bytes exceeded resources.ram {limit}"
+                    log.warning(
+                        "function %s instance %d %s", self.config.fqfn, self.instance_id, self._over_ram
+                    )
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                    return
+                await asyncio.sleep(RAM_CHECK_S)
+        except psutil.Error:
+            return
 
     async def _halt(self) -> None:
         proc = self._proc

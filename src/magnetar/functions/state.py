@@ -94,9 +94,11 @@ class StateStore:
 class HttpStateClient:
     """Blocking client of the worker's state routes (called from the user-code thread)."""
 
-    def __init__(self, web_url: str, fqfn: str, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, web_url: str, fqfn: str, timeout_s: float = 30.0, headers: dict[str, str] | None = None
+    ) -> None:
         self._base = f"{web_url.rstrip('/')}/admin/v3/functions/{fqfn}/state"
-        self._http = httpx.Client(timeout=timeout_s)
+        self._http = httpx.Client(timeout=timeout_s, headers=headers or {})
 
     def _url(self, key: str) -> str:
         return f"{self._base}/{urllib.parse.quote(key, safe='')}"

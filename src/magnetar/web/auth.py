@@ -191,6 +191,7 @@ RULES: tuple[tuple[frozenset[str] | None, re.Pattern[str], Rule], ...] = tuple(
         ("DELETE", _TP + r"/permissions/\{role\}", _topic(_T.REVOKE_PERMISSION)),
         # ---- Pulsar Functions / IO (web/functions.py): the namespace's tenant admins, as allowFunctionOps
         ("GET", r"/admin/v3/\{family\}/builtin\{what\}", AUTHENTICATED),
+        ("GET", r"/admin/v2/worker/cluster(/leader)?", SUPERUSER),  # the workers and their leader
         (_ANY, r"/admin/v3/\{family\}/\{tenant\}/\{namespace\}(/.*)?", TENANT_ADMIN),
         # ---- WebSocket API (Pulsar's /ws/v2 paths)
         (WEBSOCKET, r"/ws(/v2)?/pingpong", AUTHENTICATED),

@@ -9,7 +9,10 @@ part (``functionConfig`` / ``sourceConfig`` / ``sinkConfig``, JSON) and the
 code part ``data`` (or ``url: builtin://...`` for a built-in connector);
 delete, get, list, status, stats, start/stop/restart (whole or one instance),
 trigger (``data`` + optional ``topic``), state (GET, POST ``state`` form field
-with ``{"key", "stringValue"|"numberValue"|"byteValue"}``) and download.
+with ``{"key", "stringValue"|"numberValue"|"byteValue"}``) and download; and
+Pulsar's ``/admin/v2/worker/cluster`` (the workers) and ``.../cluster/leader``.
+An instance's status is asked of the worker running it (header
+``X-Magnetar-Worker-Forwarded`` marks the forwarded call, answered locally).
 
 ``POST .../state/{key}/incr`` (``{"amount": n}``) and ``DELETE .../state/{key}``
 are Magnetar's: the instances' ``incr_counter``/``del_counter`` use them.
@@ -28,6 +31,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from magnetar.functions.status import FORWARDED_HEADER
 from magnetar.functions.worker import WorkerError
 from magnetar.web.errors import WebError
 
@@ -157,7 +161,10 @@ async def status(request: Request, family: str, tenant: str, namespace: str, nam
 async def instance_status(
     request: Request, family: str, tenant: str, namespace: str, name: str, instance: int
 ) -> Any:
-    return await _call(_worker(request, family).status(tenant, namespace, name, instance))
+    forwarded = bool(request.headers.get(FORWARDED_HEADER))  # from another worker: answer locally
+    return await _call(
+        _worker(request, family).status(tenant, namespace, name, instance, forwarded=forwarded)
+    )
 
 
 @router.get(ONE + "/stats")
@@ -233,6 +240,16 @@ async def download(request: Request, family: str, tenant: str, namespace: str, n
     )
 
 
+@router.get("/admin/v2/worker/cluster")
+async def worker_cluster(request: Request) -> Any:
+    return await _call(_worker(request, "functions").cluster())
+
+
+@router.get("/admin/v2/worker/cluster/leader")
+async def worker_leader(request: Request) -> Any:
+    return await _call(_worker(request, "functions").leader())
+
+
 @router.get("/admin/v3/{family}/builtin{what}")
 async def builtins(request: Request, family: str, what: str) -> Any:
     from magnetar.connectors import catalogue
@@ -241,3 +258,23 @@ async def builtins(request: Request, family: str, what: str) -> Any:
     if kind is None or what not in ("sources", "sinks"):
         raise WebError(404, "no such catalogue")
     return JSONResponse([c for c in catalogue() if kind in c.get("kinds", [])])
+
+
+def create_worker_app(worker: Any, auth_services: Any = None) -> Any:
+    """The REST API of a worker process of its own (``magnetar functions-worker``): these routes only.
+
+    ``auth_services`` (``.authentication``, ``.authorization``, as the broker service has
+    them) turns on the same authentication and per-route authorization as the broker's."""
+    from fastapi import FastAPI
+
+    from magnetar.web.auth import install_auth
+    from magnetar.web.errors import install_error_handlers
+
+    app = FastAPI(title="magnetar functions worker", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.functions_worker = worker
+    install_error_handlers(app)
+    if auth_services is not None:
+        app.state.broker_service = auth_services
+        install_auth(app)
+    app.include_router(router)
+    return app

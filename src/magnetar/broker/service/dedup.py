@@ -2,9 +2,11 @@
 
 Theory of operation
 -------------------
-Enabled per topic when the broker says so (``brokerDeduplicationEnabled``)
-unless the namespace policy ``deduplicationEnabled`` says otherwise; the
-decision is taken when the topic loads.  Two maps, as Java keeps them:
+Enabled per topic with Pulsar's precedence: the topic's own
+``deduplicationEnabled`` policy (its topic-policies document), else the
+namespace policy ``deduplicationEnabled``, else the broker's
+``brokerDeduplicationEnabled``; the decision is taken when the topic loads
+and again when a producer attaches (:func:`refresh_deduplication`).  Two maps, as Java keeps them:
 
 * ``pushed`` -- per producer name, the highest sequence id *accepted* for
   storing (updated when the add starts);
@@ -72,6 +74,16 @@ def _is_non_final_chunk(metadata: Any) -> bool:
 
 
 async def deduplication_enabled(service: Any, topic: PersistentTopic) -> bool:
+    from magnetar.broker.resources.base import JsonStore  # noqa: PLC0415
+    from magnetar.broker.service.policies import topic_policies_path  # noqa: PLC0415
+
+    try:
+        own = await JsonStore(service.metadata_store).get(topic_policies_path(topic.ref)) or {}
+    except md.MetadataError:
+        log.warning("reading the topic policies of %s failed", topic.name, exc_info=True)
+        own = {}
+    if own.get("deduplicationEnabled") is not None:
+        return bool(own["deduplicationEnabled"])
     enabled = bool(service.config.broker_deduplication_enabled)
     try:
         policies = await service.resources.namespaces.get(topic.ref.namespace)

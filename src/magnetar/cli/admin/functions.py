@@ -7,7 +7,7 @@ flags override) and calls ``/admin/v3/{functions,sources,sinks}/...``: create
 and update send ``multipart/form-data`` with the config part and the code file
 (``data``) or a ``builtin://`` URL (``--archive builtin://jdbc-postgres``).
 Requests go through the admin client's HTTP connection (its URL and TLS
-settings); an error status raises :class:`AdminError`, printed as pulsar-admin
+settings) with its credentials (``--auth-plugin``/``--auth-params``); an error status raises :class:`AdminError`, printed as pulsar-admin
 prints it.
 """
 
@@ -25,9 +25,15 @@ CODE_BYTES_MAX = 16 * 1024 * 1024
 CONFIG_KEYS = {"functions": "functionConfig", "sources": "sourceConfig", "sinks": "sinkConfig"}
 
 
+def _auth_headers(ctx: Ctx) -> dict[str, str]:
+    """The credentials of ``--auth-plugin``/``--auth-params`` (or the client conf), as every admin call."""
+    auth = ctx.admin.config.auth
+    return dict(auth.http_headers()) if auth is not None else {}
+
+
 def _request(ctx: Ctx, method: str, path: str, **kwargs: Any) -> Any:
     http = ctx.admin._http  # the admin client's connection: same URL, TLS and timeouts
-    r = http.request(method, path, **kwargs)
+    r = http.request(method, path, headers=_auth_headers(ctx), **kwargs)
     if r.status_code >= 400:
         try:
             reason = r.json().get("reason") or r.text
@@ -92,6 +98,10 @@ def _definition_flags(p: argparse.ArgumentParser, family: str) -> None:
         p.add_argument("--max-message-retries", type=int, help="redeliveries before the dead-letter topic")
         p.add_argument("--timeout-ms", type=int, help="processing timeout per message")
         p.add_argument("--retain-ordering", action="store_true", default=None, help="process in order")
+        p.add_argument(
+            "--retain-key-ordering", action="store_true", default=None,
+            help="process each key's messages in order (Key_Shared)",
+        )  # fmt: skip
         p.add_argument("--auto-ack", type=lambda v: v.lower() == "true", help="true/false")
     p.add_argument(
         "--processing-guarantees",
@@ -99,6 +109,9 @@ def _definition_flags(p: argparse.ArgumentParser, family: str) -> None:
         help="delivery guarantee of the output (default ATLEAST_ONCE)",
     )
     p.add_argument("--parallelism", type=int, help="number of instances")
+    p.add_argument("--cpu", type=float, help="cores per instance (accepted; not enforced)")
+    p.add_argument("--ram", type=int, help="bytes of memory per instance (process runtime: enforced)")
+    p.add_argument("--disk", type=int, help="bytes of disk per instance (accepted; not enforced)")
     p.add_argument("--custom-runtime-options", help='{"runtime": "thread"|"process"}')
 
 
@@ -134,6 +147,8 @@ def _document(family: str, a: argparse.Namespace) -> dict[str, Any]:
         "maxMessageRetries": getattr(a, "max_message_retries", None),
         "timeoutMs": getattr(a, "timeout_ms", None),
         "retainOrdering": getattr(a, "retain_ordering", None),
+        "retainKeyOrdering": getattr(a, "retain_key_ordering", None),
+        "resources": {k: v for k in ("cpu", "ram", "disk") if (v := getattr(a, k, None)) is not None} or None,
         "autoAck": getattr(a, "auto_ack", None),
         "processingGuarantees": a.processing_guarantees,
         "parallelism": a.parallelism,
@@ -263,7 +278,7 @@ def _function_extras(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-s", "--state", required=True, help='{"key": ..., "stringValue": ...}')
 
     def download(c: Ctx, a: argparse.Namespace) -> None:
-        r = c.admin._http.get(_path("functions", a, "download"))
+        r = c.admin._http.get(_path("functions", a, "download"), headers=_auth_headers(c))
         if r.status_code >= 400:
             raise AdminError(r.status_code, r.text)
         Path(a.destination_file).write_bytes(r.content)
