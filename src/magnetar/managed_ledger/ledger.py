@@ -69,6 +69,9 @@ class ManagedLedgerImpl(LedgerWriter):
             lambda: self.config.offload_policies,
         )
         self._cursors: dict[str, ManagedCursorImpl] = {}
+        # one creation per cursor name at a time: two subscribes racing on a new
+        # subscription must share one cursor, not both create its metadata node
+        self._cursor_creations: dict[str, asyncio.Lock] = {}
         self._seq = itertools.count()
         self._queue: deque[AddOp] = deque()
         self._unstarted = 0
@@ -326,13 +329,23 @@ class ManagedLedgerImpl(LedgerWriter):
         existing = self._cursors.get(name)
         if existing is not None:
             return existing
-        if initial_position is InitialPosition.EARLIEST:
-            md = self.ledger_list.previous(self.ledger_list.first_position())
-        else:
-            md = self.ledger_list.last_confirmed
-        cursor = await ManagedCursorImpl.create(self, name, md, dict(properties or {}))
-        self._cursors[name] = cursor
-        return cursor
+        lock = self._cursor_creations.setdefault(name, asyncio.Lock())
+        try:
+            async with lock:
+                existing = self._cursors.get(name)
+                if existing is not None:  # created by the call we waited for
+                    return existing
+                self._check_open()
+                if initial_position is InitialPosition.EARLIEST:
+                    md = self.ledger_list.previous(self.ledger_list.first_position())
+                else:
+                    md = self.ledger_list.last_confirmed
+                cursor = await ManagedCursorImpl.create(self, name, md, dict(properties or {}))
+                self._cursors[name] = cursor
+                return cursor
+        finally:
+            if self._cursor_creations.get(name) is lock and not lock.locked():
+                del self._cursor_creations[name]
 
     async def new_non_durable_cursor(self, start: Position, name: str | None = None) -> ManagedCursor:
         self._check_open()
