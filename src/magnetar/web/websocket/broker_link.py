@@ -122,9 +122,24 @@ class BrokerLink:
         await producer_handlers.handle_producer(self, _frame(raw))
         return pid, self.producers[pid].producer_name
 
-    def publish(self, producer_id: int, sequence_id: int, headers_and_payload: bytes) -> None:
-        """Start storing one message; the outcome arrives as on_receipt / on_send_failed."""
-        producer_handlers.handle_send(self, _frame(cc.send(producer_id, sequence_id, headers_and_payload)))
+    def publish(
+        self,
+        producer_id: int,
+        sequence_id: int,
+        headers_and_payload: bytes,
+        num_messages: int | None = None,
+        highest_sequence_id: int | None = None,
+    ) -> None:
+        """Start storing one entry (a batch of ``num_messages`` when given); the outcome arrives
+        as on_receipt / on_send_failed for ``sequence_id``."""
+        raw = cc.send(
+            producer_id,
+            sequence_id,
+            headers_and_payload,
+            num_messages,
+            highest_sequence_id=highest_sequence_id,
+        )
+        producer_handlers.handle_send(self, _frame(raw))
 
     # ------------------------------------------------------------ consuming
     async def subscribe(
