@@ -12,7 +12,7 @@ import pulsar
 import pytest
 from websockets.sync.client import connect
 
-from magnetar.client.hashing import java_string_hash, murmur3_hash
+from magnetar.common.key_hash import java_string_hash, murmur3_hash
 
 TIMEOUT_S = 10
 

@@ -46,7 +46,7 @@ from typing import Any
 from fastapi import WebSocket
 
 from magnetar.broker import errors
-from magnetar.client.hashing import java_string_hash, murmur3_hash
+from magnetar.common.key_hash import java_string_hash, murmur3_hash
 from magnetar.protocol.enums import CompressionType
 from magnetar.protocol.message_id import MessageId
 from magnetar.web.websocket import codec
