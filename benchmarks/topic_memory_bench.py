@@ -61,7 +61,13 @@ async def create_all(web_url: str, paths: list[str], concurrency: int) -> float:
 
         async def put(path: str) -> None:
             async with sem:
-                r = await http.put(path)
+                for attempt in range(3):
+                    try:
+                        r = await http.put(path)
+                        break
+                    except httpx.TransportError:  # a kept-alive connection the server closed
+                        if attempt == 2:
+                            raise
                 if r.status_code not in (204, 409):
                     raise RuntimeError(f"PUT {path}: {r.status_code} {r.text}")
 
@@ -75,12 +81,16 @@ def main() -> None:
     ap.add_argument("--topics", type=int, default=10_000)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--settle-s", type=float, default=5.0)
+    ap.add_argument("--malloc-arena-max", type=int, default=0, help="MALLOC_ARENA_MAX for the standalone")
     args = ap.parse_args()
     n = args.topics
     with tempfile.TemporaryDirectory(prefix="topic-memory-bench-") as tmp:
         conf = Path(tmp) / "standalone.conf"
         conf.write_text("brokerDeleteInactiveTopicsEnabled=false\n")
-        sa = StandaloneProcess(Path(tmp) / "data", config_file=conf)
+        env = dict(os.environ)
+        if args.malloc_arena_max:
+            env["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)
+        sa = StandaloneProcess(Path(tmp) / "data", config_file=conf, env=env)
         sa.start()
         try:
             base, base_cpu = settle(sa.pid, args.settle_s)
@@ -90,6 +100,9 @@ def main() -> None:
             subs = [f"{t}/subscription/sub" for t in topics]
             t_subs = asyncio.run(create_all(sa.web_url, subs, args.concurrency))
             with_subs, subs_cpu = settle(sa.pid, args.settle_s)
+        except BaseException:
+            print(sa.log_tail(), file=sys.stderr)
+            raise
         finally:
             code = sa.terminate()
     mib = 1024 * 1024
