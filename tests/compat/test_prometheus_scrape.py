@@ -88,6 +88,23 @@ def test_series_exist_and_move_under_load(metrics_standalone, prometheus) -> Non
         buckets = prom.query(f'sum({{__name__=~"pulsar_storage_write_latency_(le_.*|overflow)",{sel}}})')
         assert values(buckets) == values(count)
         assert one(prom, f"pulsar_storage_write_latency_sum{{{sel}}}") > 0
+        ledger = prom.query(f"pulsar_storage_ledger_write_latency_count{{{sel}}}")
+        assert values(ledger) == [float(N)]
+        # Entry sizes: every entry here is under 128 bytes; the buckets add up to _count.
+        prom.wait_for(f"pulsar_entry_size_count{{{sel}}}", lambda r: values(r) == [float(N)])
+        assert one(prom, f"pulsar_entry_size_le_128{{{sel}}}") == N
+        sizes = prom.query(f'sum({{__name__=~"pulsar_entry_size_le_.*",{sel}}})')
+        assert values(sizes) == [float(N)]
+        assert 0 < one(prom, f"pulsar_entry_size_sum{{{sel}}}") <= N * 128
+        # Storage rates (entries/s between scrapes) rose while the load ran.
+        for name in ("pulsar_storage_write_rate", "pulsar_storage_read_rate"):
+            prom.wait_for(f"max_over_time({name}{{{sel}}}[5m])", lambda r: bool(r) and values(r)[0] > 0)
+            prom.wait_for(f"max_over_time(pulsar_broker_{name.removeprefix('pulsar_')}[5m])",
+                          lambda r: bool(r) and values(r)[0] > 0)  # fmt: skip
+        # Offload series are there (nothing offloaded: no offloader configured).
+        assert one(prom, f"pulsar_storage_offloaded_size{{{sel}}}") == 0
+        assert one(prom, f"brk_ledgeroffloader_offload_error{{{sel}}}") == 0
+        assert one(prom, f"brk_ledgeroffloader_offload_rate{{{sel}}}") == 0
         # Broker-wide: publish latency histogram, lookups, connections, bookie, ML cache, process.
         prom.wait_for("pulsar_broker_publish_latency_count", lambda r: values(r)[0] >= before_publish + N)
         assert one(prom, 'pulsar_broker_publish_latency_bucket{le="+Inf"}') >= N

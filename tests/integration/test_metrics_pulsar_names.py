@@ -57,6 +57,15 @@ async def test_namespace_level_when_topic_level_is_off(tmp_path) -> None:
     assert rate.value == 10
     (topics,) = samples["pulsar_topics_count"]
     assert topics.labels["namespace"] == "public/default" and topics.value == 2
+    # Entry-size buckets sum per namespace too (10 entries under 512 bytes).
+    (sizes,) = samples["pulsar_entry_size_count"]
+    assert sizes.value == 10
+    assert (
+        sum(s.value for s in samples["pulsar_entry_size_le_512"])
+        + sum(s.value for s in samples["pulsar_entry_size_le_128"])
+        == 10
+    )
+    assert [s.value for s in samples["pulsar_broker_storage_write_rate"]] == [0.0]  # first scrape
     assert not any("topic" in s.labels for ss in samples.values() for s in ss)
     assert samples["pulsar_storage_write_latency_count"][0].value == 10
 

@@ -112,7 +112,7 @@ class Standalone:
         self.web_port: int = 0
         self.tls: Any = None  # app.tls.TlsListeners when a TLS port is configured
         self.plugins: Plugins | None = None  # app.plugins: brokerInterceptors, servlets, protocols...
-        self.functions_worker: Any = None  # functions.worker.FunctionsWorker unless disabled
+        self.functions_worker: Any = None  # app.functions_worker.FunctionsWorkerHandle unless disabled
 
     @staticmethod
     def _plugin_step(step: Any, *args: Any) -> None:

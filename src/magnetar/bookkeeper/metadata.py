@@ -19,6 +19,7 @@ itself uses create-if-absent, so even a reused id can never clobber a ledger.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import Callable, Sequence
@@ -114,8 +115,16 @@ class LedgerMetadataStore:
     def __init__(self, store: MetadataStore, retries_max: int = 32) -> None:
         self._store = store
         self._retries_max = retries_max
+        # One allocation at a time in this process: the CAS loop is for other processes; many
+        # concurrent ones here (a burst of topic creations) would only fight each other until
+        # one ran out of retries.
+        self._id_lock = asyncio.Lock()
 
     async def next_ledger_id(self) -> int:
+        async with self._id_lock:
+            return await self._next_ledger_id()
+
+    async def _next_ledger_id(self) -> int:
         for _ in range(self._retries_max):
             got = await self._store.get(LEDGER_ID_GEN_PATH)
             if got is None:

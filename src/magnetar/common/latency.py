@@ -5,7 +5,7 @@ buckets -- ``pulsar_storage_write_latency_le_0_5 .. _le_1000`` plus
 ``_overflow``, ``_count`` and ``_sum`` -- where each bucket counts only its own
 range (not cumulative, unlike a Prometheus histogram).  :class:`LatencyBuckets`
 keeps exactly that: a list of counts, one per bound plus overflow, a count
-and a sum.  Recording is a short scan over nine bounds (cheap enough for
+and a sum.  Recording is one binary search over the bounds (cheap enough for
 every add on the hot path); reading is a snapshot.  Counters only grow, so a
 scraper computes rates from differences; :meth:`merge` sums recorders for
 namespace- or broker-level totals.
@@ -13,6 +13,7 @@ namespace- or broker-level totals.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -23,9 +24,17 @@ WRITE_LATENCY_SUFFIXES: tuple[str, ...] = tuple(
     "le_" + f"{b:g}".replace(".", "_") for b in WRITE_LATENCY_BOUNDS_MS
 )
 
+# Entry sizes (bytes) for pulsar_entry_size_le_*: 128 B .. 1 MB, then "le_overflow".
+ENTRY_SIZE_BOUNDS: tuple[float, ...] = (128, 512, 1024, 2048, 4096, 16384, 102400, 1048576)
+ENTRY_SIZE_SUFFIXES: tuple[str, ...] = (
+    "le_128", "le_512", "le_1_kb", "le_2_kb", "le_4_kb", "le_16_kb", "le_100_kb", "le_1_mb",
+)  # fmt: skip
+
 
 @dataclass(slots=True)
 class LatencyBuckets:
+    """Fixed buckets of a value (milliseconds by default; ``ENTRY_SIZE_BOUNDS`` for sizes)."""
+
     bounds: tuple[float, ...] = WRITE_LATENCY_BOUNDS_MS
     counts: list[int] = field(default_factory=list)  # len(bounds) + 1 (overflow last)
     count: int = 0
@@ -38,12 +47,8 @@ class LatencyBuckets:
     def record(self, ms: float) -> None:
         self.count += 1
         self.sum_ms += ms
-        i = 0
-        bounds = self.bounds
-        n = len(bounds)
-        while i < n and ms > bounds[i]:
-            i += 1
-        self.counts[i] += 1
+        # The first bound >= ms (the bucket "le" that bound), or overflow past the last.
+        self.counts[bisect_left(self.bounds, ms)] += 1
 
     def merge(self, others: Iterable[LatencyBuckets]) -> LatencyBuckets:
         for o in others:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from magnetar.bookkeeper.api import BKError, NoSuchLedgerError, WriteHandle
-from magnetar.common.latency import LatencyBuckets
+from magnetar.common.latency import ENTRY_SIZE_BOUNDS, LatencyBuckets
 from magnetar.managed_ledger import offload_process, trimmer
 from magnetar.managed_ledger.api import (
     CursorNotFoundError,
@@ -88,6 +88,7 @@ class ManagedLedgerImpl(LedgerWriter):
         # pulsar_storage_write_latency (the whole add) and _ledger_write_latency (BookKeeper part)
         self.add_latency = LatencyBuckets()
         self.ledger_add_latency = LatencyBuckets()
+        self.entry_sizes = LatencyBuckets(ENTRY_SIZE_BOUNDS)  # pulsar_entry_size_le_*
         self.bytes_added = 0
         self.add_errors = 0
         self.messages_added = 0

@@ -76,7 +76,8 @@ class OffloadState:
     last_error: str = ""
     first_unoffloaded: Position | None = None
     task: asyncio.Task[None] | None = None
-    failures: int = 0
+    failures: int = 0  # in a row (the retry backoff); reset by a success
+    errors_total: int = 0  # every failed run (brk_ledgeroffloader_offload_error)
     retry_at_mono: float = 0.0
     last_success_ms: int = 0
     last_failure_ms: int = 0
@@ -340,6 +341,7 @@ def _failed(ml: ManagedLedgerImpl, error: str) -> None:
     st = ml.offload_state
     st.status, st.last_error = OffloadStatus.ERROR, error
     st.failures += 1
+    st.errors_total += 1
     st.last_failure_ms = ml.ctx.clock.time_ms()
     backoff = min(RETRY_BACKOFF_MAX_S, RETRY_BACKOFF_MIN_S * 2 ** (st.failures - 1))
     st.retry_at_mono = ml.ctx.clock.monotonic() + backoff

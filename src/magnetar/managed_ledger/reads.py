@@ -48,6 +48,7 @@ class LedgerReader:
         self._offload_policies = offload_policies or (lambda: None)
         self._handles: OrderedDict[int, ReadHandle] = OrderedDict()
         self.entries_read_from_bookies = 0
+        self.entries_read = 0  # from the cache or the bookies (pulsar_storage_read_rate)
         self.read_errors = 0
 
     async def read_range(self, ledger_id: int, first: int, last: int, read_ahead: bool = True) -> list[Entry]:
@@ -63,6 +64,7 @@ class LedgerReader:
                 for i, (d, m) in enumerate(zip(datas, metas, strict=True))
             ]
         start = first + len(datas)
+        self.entries_read += len(out)
         if start > last:
             return out
         end_of_ledger = self._ledgers.entries_of(ledger_id) - 1
@@ -79,6 +81,7 @@ class LedgerReader:
             cache.put(ledger_id, le.entry_id, le.data)
             if le.entry_id <= last:
                 out.append(Entry(Position(ledger_id, le.entry_id), le.data))
+        self.entries_read += len(out) - len(datas)
         return out
 
     async def read_entry(self, pos: Position, read_ahead: bool = True) -> Entry:

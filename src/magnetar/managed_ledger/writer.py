@@ -250,6 +250,7 @@ class LedgerWriter:
             lst.last_confirmed = pos
         self.entries_added += 1
         self.bytes_added += len(data)
+        self.entry_sizes.record(len(data))
         self.messages_added += num_messages
         self.message_counts.record(ledger_id, entry_id, num_messages, len(data))
         self.ctx.cache.put(ledger_id, entry_id, data, metadata)

@@ -14,16 +14,16 @@ holds the original length. The formats are the ones the C++ client writes:
 ``max_uncompressed_size`` and checks that the output has exactly that length,
 so a hostile payload cannot make us allocate without limit. Every failure is a
 ``CorruptPayload`` (a RemoteProtocolError).
+
+The codec libraries (lz4, zstandard, cramjam: a few MiB resident) are imported
+by the first payload that needs one, so a process that never sees a
+compressed payload never loads them.
 """
 
 from __future__ import annotations
 
 import io
 import zlib
-
-import cramjam
-import lz4.block
-import zstandard
 
 from magnetar.protocol.enums import CompressionType
 from magnetar.protocol.errors import CorruptPayload, UnsupportedCompression
@@ -42,11 +42,17 @@ def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     if codec is CompressionType.NONE:
         return bytes(data)
     if codec is CompressionType.LZ4:
+        import lz4.block
+
         return lz4.block.compress(bytes(data), store_size=False)
     if codec is CompressionType.ZLIB:
         return zlib.compress(bytes(data))
     if codec is CompressionType.ZSTD:
+        import zstandard
+
         return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(bytes(data))
+    import cramjam
+
     return bytes(cramjam.snappy.compress_raw(bytes(data)))
 
 
@@ -68,15 +74,21 @@ def decompress(
         if codec is CompressionType.NONE:
             out = raw
         elif codec is CompressionType.LZ4:
+            import lz4.block
+
             out = lz4.block.decompress(raw, uncompressed_size=uncompressed_size) if uncompressed_size else b""
         elif codec is CompressionType.ZLIB:
             inflater = zlib.decompressobj()
             out = inflater.decompress(raw, uncompressed_size + 1)
         elif codec is CompressionType.ZSTD:
             # A bounded streaming read: the frame header's content size is not trusted.
+            import zstandard
+
             with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)) as reader:
                 out = reader.read(uncompressed_size + 1)
         else:
+            import cramjam
+
             claimed = cramjam.snappy.decompress_raw_len(raw)
             if claimed != uncompressed_size:
                 raise CorruptPayload(

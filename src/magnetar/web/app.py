@@ -1,7 +1,7 @@
 """The FastAPI application of a broker's web service.
 
 Theory of operation: :func:`create_app` mounts one router per resource family
-over a running broker service object (``magnetar.broker.service.BrokerService``
+(the admin ones on first use: ``web.lazy_routers``) over a running broker service object (``magnetar.broker.service.BrokerService``
 or anything with the same coroutine methods) and installs the error
 translation and the metrics middleware.  The app is plain ASGI; the
 composition root (``magnetar.app.standalone``) serves it with uvicorn inside
@@ -19,44 +19,30 @@ from typing import Any
 from fastapi import Depends, FastAPI
 
 from magnetar.broker.admin.service import AdminService
-from magnetar.web import (
-    brokers,
-    compaction,
-    functions,
-    lookup,
-    metrics,
-    namespaces,
-    offload,
-    schemas,
-    tenancy,
-    topic_admin,
-    topic_policies,
-    topics,
-    websocket,
-)
-from magnetar.web import console as web_console
+from magnetar.web import lookup, metrics, websocket
 from magnetar.web.auth import install_auth
 from magnetar.web.errors import install_error_handlers
+from magnetar.web.lazy_routers import install_lazy_routers
 from magnetar.web.paths import validate_path_names
 from magnetar.web.plugins import install_web_interceptor
 
-# Order matters: the topic routes start with a ``{domain}`` segment, so every literal
-# prefix (clusters, tenants, namespaces, schemas, brokers) is registered first.
-ROUTERS = (
-    lookup.router,
-    tenancy.router,
-    namespaces.router,
-    schemas.router,
-    brokers.router,
-    metrics.router,
-    compaction.router,
-    offload.router,
-    topics.router,
-    topic_policies.router,
-    topic_admin.router,
-    web_console.router,  # /console: the built-in web console (web/console/)
-    websocket.router,
-    functions.router,
+# Served from the start: what clients use (HTTP lookup, /metrics, the WebSocket API).
+CORE_ROUTERS = (lookup.router, metrics.router, websocket.router)
+# Built on the first request outside those (web.lazy_routers), in this order.  Order matters:
+# the topic routes start with a ``{domain}`` segment, so every literal prefix (clusters,
+# tenants, namespaces, schemas, brokers) is registered first.
+ADMIN_ROUTER_MODULES = (
+    "magnetar.web.tenancy",
+    "magnetar.web.namespaces",
+    "magnetar.web.schemas",
+    "magnetar.web.brokers",
+    "magnetar.web.compaction",
+    "magnetar.web.offload",
+    "magnetar.web.topics",
+    "magnetar.web.topic_policies",
+    "magnetar.web.topic_admin",
+    "magnetar.web.console",  # /console: the built-in web console (web/console/)
+    "magnetar.web.functions",
 )
 
 
@@ -90,6 +76,7 @@ def create_app(
     install_auth(app)  # authentication + per-route authorization (web/auth.py)
     install_web_interceptor(app, broker_service)  # only when brokerInterceptors is set (web/plugins.py)
     metrics.install_metrics(app, broker_service)
-    for router in ROUTERS:
+    for router in CORE_ROUTERS:
         app.include_router(router)
+    install_lazy_routers(app, ADMIN_ROUTER_MODULES)  # last: its middleware is the outermost
     return app

@@ -72,6 +72,7 @@ from magnetar.broker.auth import (
 )
 from magnetar.broker.errors import BrokerError
 from magnetar.web.errors import reason
+from magnetar.web.lazy_routers import load_all
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +230,7 @@ def route_methods(route: BaseRoute) -> frozenset[str]:
 
 def route_table(app: FastAPI) -> list[tuple[str, str, Rule | None]]:
     """(method, template, rule) for every route of the app; the test walks this."""
+    load_all(app)  # the admin routers are built on first use (web.lazy_routers)
     out = []
     for route in iter_routes(app.routes):
         template = getattr(route, "path", "")
@@ -254,6 +256,7 @@ class AuthMiddleware:
         self.app = app
         self.fastapi_app = fastapi_app
         self._routes: list[BaseRoute] | None = None
+        self._routes_count = 0
         self._rules: dict[tuple[str, str], Rule | None] = {}
         # (scope type, method, path) -> the route found, least recently used first
         self._matches: OrderedDict[tuple[str, str, str], tuple[tuple[str, dict[str, Any]] | None]] = (
@@ -288,13 +291,16 @@ class AuthMiddleware:
         return self._rules[key]
 
     def _match(self, scope: Scope) -> tuple[str, dict[str, Any]] | None:
+        if self._routes is None or self._routes_count != len(self.fastapi_app.routes):
+            # First use, or routes were added since (web.lazy_routers): walk them again.
+            self._routes_count = len(self.fastapi_app.routes)
+            self._routes = list(iter_routes(self.fastapi_app.routes))
+            self._matches.clear()
         key = (scope["type"], scope.get("method", WEBSOCKET), scope.get("path", ""))
         cached = self._matches.get(key)
         if cached is not None:
             self._matches.move_to_end(key)
             return cached[0]
-        if self._routes is None:
-            self._routes = list(iter_routes(self.fastapi_app.routes))
         found: tuple[str, dict[str, Any]] | None = None
         for route in self._routes:
             match, child = route.matches(scope)

@@ -1,8 +1,9 @@
 """Admin REST of Pulsar Functions and Pulsar IO: ``/admin/v3/functions|sources|sinks``.
 
 Theory of operation: thin handlers over the functions worker that the hosting
-process put on ``app.state.functions_worker`` (``None`` -> 503, the worker is
-not enabled).  The three families share one set of routes, as Pulsar's
+process put on ``app.state.functions_worker`` -- a handle whose ``await
+get()`` gives the worker, started by the first request that needs it
+(``app.functions_worker``); ``None`` -> 503, the worker is not enabled.  The three families share one set of routes, as Pulsar's
 ``FunctionsApiV3Resource``/``SourcesApiV3Resource``/``SinksApiV3Resource`` do:
 create (POST) and update (PUT) take ``multipart/form-data`` with the config
 part (``functionConfig`` / ``sourceConfig`` / ``sinkConfig``, JSON) and the
@@ -47,13 +48,13 @@ BASE = "/admin/v3/{family}/{tenant}/{namespace}"
 ONE = BASE + "/{name}"
 
 
-def _worker(request: Request, family: str) -> Any:
+async def _worker(request: Request, family: str) -> Any:
     if family not in FAMILIES:
         raise WebError(404, f"unknown resource {family!r}")
-    worker = getattr(request.app.state, "functions_worker", None)
-    if worker is None:
+    handle = getattr(request.app.state, "functions_worker", None)
+    if handle is None:
         raise WebError(503, "Function worker service is not enabled")
-    return worker
+    return await handle.get()
 
 
 async def _call(coro: Any) -> Any:
@@ -116,7 +117,7 @@ def _code(form: dict[str, tuple[str | None, bytes]], doc: dict[str, Any]) -> tup
 
 @router.post(ONE, status_code=204)
 async def create(request: Request, family: str, tenant: str, namespace: str, name: str) -> Response:
-    worker = _worker(request, family)
+    worker = await _worker(request, family)
     component, key = FAMILIES[family]
     form = await _form(request)
     doc = _config_doc(form, key, True)
@@ -128,7 +129,7 @@ async def create(request: Request, family: str, tenant: str, namespace: str, nam
 
 @router.put(ONE, status_code=204)
 async def update(request: Request, family: str, tenant: str, namespace: str, name: str) -> Response:
-    worker = _worker(request, family)
+    worker = await _worker(request, family)
     form = await _form(request)
     doc = _config_doc(form, FAMILIES[family][1], False)
     code, filename = _code(form, doc)
@@ -138,23 +139,23 @@ async def update(request: Request, family: str, tenant: str, namespace: str, nam
 
 @router.delete(ONE, status_code=204)
 async def delete(request: Request, family: str, tenant: str, namespace: str, name: str) -> Response:
-    await _call(_worker(request, family).deregister(tenant, namespace, name))
+    await _call((await _worker(request, family)).deregister(tenant, namespace, name))
     return Response(status_code=204)
 
 
 @router.get(ONE)
 async def get(request: Request, family: str, tenant: str, namespace: str, name: str) -> Any:
-    return await _call(_worker(request, family).get(tenant, namespace, name))
+    return await _call((await _worker(request, family)).get(tenant, namespace, name))
 
 
 @router.get(BASE)
 async def list_(request: Request, family: str, tenant: str, namespace: str) -> Any:
-    return await _call(_worker(request, family).list(tenant, namespace, FAMILIES[family][0]))
+    return await _call((await _worker(request, family)).list(tenant, namespace, FAMILIES[family][0]))
 
 
 @router.get(ONE + "/status")
 async def status(request: Request, family: str, tenant: str, namespace: str, name: str) -> Any:
-    return await _call(_worker(request, family).status(tenant, namespace, name))
+    return await _call((await _worker(request, family)).status(tenant, namespace, name))
 
 
 @router.get(ONE + "/{instance}/status")
@@ -162,21 +163,20 @@ async def instance_status(
     request: Request, family: str, tenant: str, namespace: str, name: str, instance: int
 ) -> Any:
     forwarded = bool(request.headers.get(FORWARDED_HEADER))  # from another worker: answer locally
-    return await _call(
-        _worker(request, family).status(tenant, namespace, name, instance, forwarded=forwarded)
-    )
+    worker = await _worker(request, family)
+    return await _call(worker.status(tenant, namespace, name, instance, forwarded=forwarded))
 
 
 @router.get(ONE + "/stats")
 async def stats(request: Request, family: str, tenant: str, namespace: str, name: str) -> Any:
-    return await _call(_worker(request, family).stats(tenant, namespace, name))
+    return await _call((await _worker(request, family)).stats(tenant, namespace, name))
 
 
 @router.post(ONE + "/{action}", status_code=204)
 async def lifecycle(
     request: Request, family: str, tenant: str, namespace: str, name: str, action: str
 ) -> Response:
-    worker = _worker(request, family)
+    worker = await _worker(request, family)
     if action == "trigger":
         form = await _form(request)
         value = (form.get("data") or form.get("dataStream") or (None, b""))[1]
@@ -195,7 +195,7 @@ async def lifecycle(
 async def instance_lifecycle(
     request: Request, family: str, tenant: str, namespace: str, name: str, instance: str, action: str
 ) -> Response:
-    worker = _worker(request, family)
+    worker = await _worker(request, family)
     if instance == "state":  # POST .../state/{key}: put state
         form = await _form(request)
         doc = _config_doc(form, "state", True)
@@ -209,7 +209,7 @@ async def instance_lifecycle(
 
 @router.get(ONE + "/state/{key}")
 async def state_get(request: Request, family: str, tenant: str, namespace: str, name: str, key: str) -> Any:
-    return await _call(_worker(request, family).state_get(tenant, namespace, name, key))
+    return await _call((await _worker(request, family)).state_get(tenant, namespace, name, key))
 
 
 @router.post(ONE + "/state/{key}/incr")
@@ -218,7 +218,7 @@ async def state_incr(request: Request, family: str, tenant: str, namespace: str,
         amount = int(json.loads(await request.body())["amount"])
     except (ValueError, KeyError, TypeError):
         raise WebError(400, 'body must be {"amount": <integer>}')
-    value = await _call(_worker(request, family).state_incr(tenant, namespace, name, key, amount))
+    value = await _call((await _worker(request, family)).state_incr(tenant, namespace, name, key, amount))
     return {"key": key, "numberValue": value}
 
 
@@ -226,13 +226,13 @@ async def state_incr(request: Request, family: str, tenant: str, namespace: str,
 async def state_delete(
     request: Request, family: str, tenant: str, namespace: str, name: str, key: str
 ) -> Response:
-    await _call(_worker(request, family).state_delete(tenant, namespace, name, key))
+    await _call((await _worker(request, family)).state_delete(tenant, namespace, name, key))
     return Response(status_code=204)
 
 
 @router.get(ONE + "/download")
 async def download(request: Request, family: str, tenant: str, namespace: str, name: str) -> Response:
-    filename, data = await _call(_worker(request, family).code(tenant, namespace, name))
+    filename, data = await _call((await _worker(request, family)).code(tenant, namespace, name))
     return Response(
         data,
         media_type="application/octet-stream",
@@ -242,12 +242,12 @@ async def download(request: Request, family: str, tenant: str, namespace: str, n
 
 @router.get("/admin/v2/worker/cluster")
 async def worker_cluster(request: Request) -> Any:
-    return await _call(_worker(request, "functions").cluster())
+    return await _call((await _worker(request, "functions")).cluster())
 
 
 @router.get("/admin/v2/worker/cluster/leader")
 async def worker_leader(request: Request) -> Any:
-    return await _call(_worker(request, "functions").leader())
+    return await _call((await _worker(request, "functions")).leader())
 
 
 @router.get("/admin/v3/{family}/builtin{what}")

@@ -18,8 +18,14 @@ dashboards work unchanged:
   Latencies come as Pulsar's non-cumulative ``_le_*`` buckets plus ``_count``
   and ``_sum``, and ``pulsar_broker_publish_latency`` as a real Prometheus
   histogram (ms) of the same adds;
-* rates (``pulsar_ml_cache_hits_rate`` ...) are differences between two
-  scrapes divided by the time between them (0 on the first scrape).
+* entry sizes (``ml.entry_sizes``) come as ``pulsar_entry_size_le_128`` ..
+  ``_le_1_mb``, ``_le_overflow``, ``_count``, ``_sum`` (bytes), the same kind
+  of buckets; offloads as ``brk_ledgeroffloader_offload_error`` (failed runs)
+  and ``_offload_rate`` (bytes/s) beside ``pulsar_storage_offloaded_size``;
+* rates (``pulsar_ml_cache_hits_rate``, ``pulsar_storage_write_rate`` and
+  ``_read_rate`` in entries/s ...) are differences between two scrapes
+  divided by the time between them (0 on the first scrape; a scrape less than
+  0.5 s after the last one repeats the last rate).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from prometheus_client.registry import Collector
 
 from magnetar.broker.replication.stats import METRICS as REPLICATION_METRICS
 from magnetar.broker.service.stats import topic_stats_dict
-from magnetar.common.latency import WRITE_LATENCY_SUFFIXES, LatencyBuckets
+from magnetar.common.latency import ENTRY_SIZE_SUFFIXES, WRITE_LATENCY_SUFFIXES, LatencyBuckets
 
 _TOPIC_GAUGES = (
     # (metric, TopicStats field or callable(stats) -> value)
@@ -88,6 +94,8 @@ _BROKER_TOTALS = (
     ("throughput_out", "msgThroughputOut"),
     ("storage_size", "storageSize"),
     ("storage_logical_size", "storageSize"),
+    ("storage_write_rate", None),
+    ("storage_read_rate", None),
     ("msg_backlog", None),
 )
 # ML add-latency quantile labels as Pulsar writes them (pulsar_ml_AddEntryLatencyBuckets).
@@ -120,6 +128,10 @@ class PulsarBrokerCollector(Collector):
         self._svc = service
         self._last_cache: tuple[float, int, int] | None = None  # (time s, hits, misses)
         self._cache_rates = (0.0, 0.0)
+        # topic -> (time s, entries added, entries read, bytes offloaded) at the previous scrape
+        self._last_topic: dict[str, tuple[float, int, int, int]] = {}
+        self._topic_rates: dict[str, tuple[float, float, float]] = {}
+        self._prev_scrape: float | None = None
 
     def _props(self) -> dict[str, Any]:
         config = getattr(self._svc, "config", None)
@@ -143,6 +155,8 @@ class PulsarBrokerCollector(Collector):
         ns_latency: dict[str, LatencyBuckets] = {}
         broker_latency = LatencyBuckets()
         web_url = svc.web_service_url()
+        now = svc.clock.monotonic()
+        seen: set[str] = set()
         for topic in topics_registry.loaded():
             ml = getattr(topic, "ml", None)
             if ml is None:
@@ -152,6 +166,8 @@ class PulsarBrokerCollector(Collector):
             except Exception:
                 continue
             ns = topic.ref.namespace
+            seen.add(topic.name)
+            write_rate, read_rate, offload_rate = self._storage_rates(topic.name, ml, now)
             subs = stats["subscriptions"]
             counts = {
                 "pulsar_subscriptions_count": len(subs),
@@ -164,6 +180,8 @@ class PulsarBrokerCollector(Collector):
             totals["producers_count"] += counts["pulsar_producers_count"]
             totals["consumers_count"] += counts["pulsar_consumers_count"]
             totals["msg_backlog"] += backlog
+            totals["storage_write_rate"] += write_rate
+            totals["storage_read_rate"] += read_rate
             for _, field in _BROKER_TOTALS:
                 if field is not None:
                     totals[field] += stats.get(field, 0)
@@ -175,6 +193,15 @@ class PulsarBrokerCollector(Collector):
             values: list[tuple[str, float]] = [(n, v) for n, v in counts.items()]
             values += [(name, float(stats.get(field, 0))) for name, field in _TOPIC_GAUGES]
             values.append(("pulsar_msg_backlog", backlog))
+            values.append(("pulsar_storage_write_rate", write_rate))
+            values.append(("pulsar_storage_read_rate", read_rate))
+            entry_sizes = getattr(ml, "entry_sizes", None)
+            if entry_sizes is not None:
+                values += _size_values(entry_sizes)
+            offload = getattr(ml, "offload_state", None)
+            if offload is not None:
+                values.append(("brk_ledgeroffloader_offload_error", float(offload.errors_total)))
+                values.append(("brk_ledgeroffloader_offload_rate", offload_rate))
             for prefix, lat in (
                 ("pulsar_storage_write_latency", add_latency),
                 ("pulsar_storage_ledger_write_latency", ledger_latency),
@@ -210,6 +237,10 @@ class PulsarBrokerCollector(Collector):
                         repl_sums[(tuple(rl), tuple(rv), name)] += float(rs.get(field, 0) or 0)
                     connected = 1.0 if rs.get("connected") else 0.0
                     repl_sums[(tuple(rl), tuple(rv), "pulsar_replication_connected_count")] += connected
+        self._prev_scrape = now
+        for gone in set(self._last_topic) - seen:  # unloaded topics: forget their counters
+            del self._last_topic[gone]
+            self._topic_rates.pop(gone, None)
         for (ns, name), value in ns_sums.items():
             fams.gauge(name, ["cluster", "namespace"], [cluster, ns], value)
         for (rl, rv, name), value in repl_sums.items():
@@ -218,7 +249,8 @@ class PulsarBrokerCollector(Collector):
             # Pulsar prints these with value 0 when the broker owns no topic (dashboards see it).
             for name in ("topics_count", "subscriptions_count", "producers_count", "consumers_count",
                          "rate_in", "rate_out", "throughput_in", "throughput_out", "storage_size",
-                         "storage_logical_size", "msg_backlog"):  # fmt: skip
+                         "storage_logical_size", "storage_write_rate", "storage_read_rate",
+                         "msg_backlog"):  # fmt: skip
                 fams.gauge(f"pulsar_{name}", ["cluster"], [cluster], 0.0)
         for name, field in _BROKER_TOTALS:
             fams.gauge(f"pulsar_broker_{name}", ["cluster"], [cluster], totals.get(field or name, 0.0))
@@ -245,6 +277,32 @@ class PulsarBrokerCollector(Collector):
         )
         yield from self._ml_cache(cluster)
         yield from self._service_counters(cluster)
+
+    def _storage_rates(self, name: str, ml: Any, now: float) -> tuple[float, float, float]:
+        """Entries/s written and read, bytes/s offloaded, since the previous scrape (kept until
+        a scrape at least 0.5 s later, so that two scrapers do not zero each other)."""
+        reader = getattr(ml, "reader", None)
+        offload = getattr(ml, "offload_state", None)
+        current = (
+            int(getattr(ml, "entries_added", 0)),
+            int(getattr(reader, "entries_read", 0)),
+            int(getattr(offload, "offloaded_bytes", 0)),
+        )
+        last = self._last_topic.get(name)
+        if last is None:
+            if self._prev_scrape is None:  # the first scrape: no interval yet
+                self._last_topic[name] = (now, *current)
+                return (0.0, 0.0, 0.0)
+            # Loaded since the previous scrape: its counters started at 0 (a managed ledger
+            # counts from its opening), so the interval since that scrape covers them all.
+            last = self._last_topic[name] = (self._prev_scrape, 0, 0, 0)
+        dt = now - last[0]
+        if dt >= 0.5:
+            self._topic_rates[name] = tuple(  # type: ignore[assignment]
+                (c - p) / dt for c, p in zip(current, last[1:], strict=True)
+            )
+            self._last_topic[name] = (now, *current)
+        return self._topic_rates.get(name, (0.0, 0.0, 0.0))
 
     def _ml_cache(self, cluster: str) -> Iterator[Metric]:
         factory = getattr(self._svc, "ml_factory", None)
@@ -329,6 +387,17 @@ def _bucket_values(prefix: str, lat: LatencyBuckets) -> list[tuple[str, float]]:
     out.append((f"{prefix}_overflow", float(lat.counts[-1])))
     out.append((f"{prefix}_count", float(lat.count)))
     out.append((f"{prefix}_sum", lat.sum_ms))
+    return out
+
+
+def _size_values(sizes: LatencyBuckets) -> list[tuple[str, float]]:
+    out = [
+        (f"pulsar_entry_size_{suffix}", float(c))
+        for suffix, c in zip(ENTRY_SIZE_SUFFIXES, sizes.counts, strict=False)
+    ]
+    out.append(("pulsar_entry_size_le_overflow", float(sizes.counts[-1])))
+    out.append(("pulsar_entry_size_count", float(sizes.count)))
+    out.append(("pulsar_entry_size_sum", sizes.sum_ms))
     return out
 
 

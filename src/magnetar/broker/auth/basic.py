@@ -25,8 +25,6 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-import bcrypt
-
 from magnetar.broker.auth.config import AuthConfig, read_key_source
 from magnetar.broker.auth.errors import AuthConfigError, AuthenticationError
 from magnetar.broker.auth.providers import AuthResult, Credentials, decode_text
@@ -96,6 +94,8 @@ class HtpasswdEntry:
             return hmac.compare_digest(apr1_md5(pw, salt).encode(), self.hash.encode())
         if self.scheme == "bcrypt":
             try:
+                import bcrypt  # only with a bcrypt htpasswd entry
+
                 return bcrypt.checkpw(pw[:72], self.hash.encode("ascii"))
             except (ValueError, UnicodeEncodeError):
                 return False

@@ -24,15 +24,17 @@ certificate.  Loading files is blocking I/O: build contexts at startup.
 from __future__ import annotations
 
 import ssl
-from typing import Any
-
-from cryptography import x509
-from cryptography.x509.oid import NameOID
+from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.auth.config import AuthConfig
 from magnetar.broker.auth.errors import AuthConfigError
 
-PeerCert = dict[str, Any] | bytes | x509.Certificate
+if TYPE_CHECKING:
+    from cryptography import x509
+
+    PeerCert = dict[str, Any] | bytes | x509.Certificate
+else:  # cryptography (~10 MiB resident) is imported only when a certificate must be parsed
+    PeerCert = dict[str, Any] | bytes | Any
 
 _VERSIONS = {
     "TLSv1.2": ssl.TLSVersion.TLSv1_2,
@@ -112,6 +114,9 @@ def peer_common_name(peer: PeerCert | None) -> str | None:
                 if name == "commonName":
                     return str(value)
         return None
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
     cert = peer
     if isinstance(peer, bytes | bytearray | memoryview):
         if not peer:

@@ -24,9 +24,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jwt
-from cryptography.hazmat.primitives import serialization
-
 from magnetar.broker.auth.config import AuthConfig, read_key_source
 from magnetar.broker.auth.errors import AuthConfigError, AuthenticationError
 from magnetar.broker.auth.providers import AuthResult, Credentials, decode_text
@@ -39,6 +36,8 @@ BEARER_PREFIX = "Bearer "
 
 def load_public_key(data: bytes) -> Any:
     """An RSA/EC public key from PEM or DER (``pulsar tokens create-key-pair`` writes DER)."""
+    from cryptography.hazmat.primitives import serialization  # only with token auth: ~10 MiB
+
     try:
         if data.lstrip().startswith(b"-----BEGIN"):
             return serialization.load_pem_public_key(data)
@@ -48,6 +47,8 @@ def load_public_key(data: bytes) -> Any:
 
 
 def load_private_key(data: bytes) -> Any:
+    from cryptography.hazmat.primitives import serialization
+
     try:
         if data.lstrip().startswith(b"-----BEGIN"):
             return serialization.load_pem_private_key(data, password=None)
@@ -124,6 +125,8 @@ class TokenProvider:
         return AuthResult(role=role, method=self.method_name, expires_at_ms=expires_at_ms)
 
     def _verify(self, token: str) -> dict[str, Any]:
+        import jwt  # imported by the first token verified: a broker without token auth never loads it
+
         try:
             claims = jwt.decode(
                 token,

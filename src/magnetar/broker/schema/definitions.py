@@ -30,7 +30,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-import fastavro
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
@@ -81,6 +80,8 @@ def parse_avro(data: bytes) -> ParsedAvro:
         raise InvalidSchemaError("Invalid schema definition: a record must have a 'fields' list")
     named: dict[str, Any] = {}
     try:
+        import fastavro  # only when an Avro schema is registered (a few MiB resident)
+
         parsed = fastavro.parse_schema(raw, named_schemas=named, _write_hint=False)
     except RecursionError:
         raise InvalidSchemaError("Invalid schema definition: nested too deeply") from None

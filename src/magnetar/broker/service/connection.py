@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from magnetar.broker import errors
 from magnetar.broker.service import handlers
 from magnetar.broker.service.security import ConnectionSecurity
+from magnetar.broker.service.transport_cnx import TransportCnx
 from magnetar.managed_ledger.api import Position
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.connection import (
@@ -64,17 +65,17 @@ log = logging.getLogger(__name__)
 READ_CHUNK_BYTES = 256 * 1024
 HANDLER_TIMEOUT_S = 25.0
 BACKPRESSURE_CHECK_S = 1.0
-MAX_REMEMBERED_CLOSED_PRODUCERS = 1024
 WRITE_HIGH_WATER_BYTES = 8 * 1024 * 1024
 DRAIN_CHECK_S = 1.0
 
 
-class Connection:
+class Connection(TransportCnx):
+    service: BrokerService
+
     def __init__(
         self, service: BrokerService, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         cfg = service.config
-        self.service = service
         self.reader = reader
         self.writer = writer
         self.proto = ServerConnection(
@@ -83,14 +84,9 @@ class Connection:
             keepalive_interval_s=float(cfg.keep_alive_interval_seconds),
         )
         peer = writer.get_extra_info("peername")
-        self.peer_address = (
-            f"/{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer)
+        super().__init__(
+            service, f"/{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer)
         )
-        self.client_version = ""
-        self.producers: dict[int, Producer] = {}
-        self.consumers: dict[int, Consumer] = {}
-        self.recently_closed_producers: dict[int, None] = {}
-        self.closed = False
         self._max_pending = max(1, cfg.max_pending_publish_requests_per_connection)
         self._pending_publishes = 0
         self._resume_reading = asyncio.Event()
@@ -160,9 +156,7 @@ class Connection:
         redelivery_count: int,
         ack_set: list[int] | None,
     ) -> None:
-        ic = self.service.interceptor
-        if ic is not None:
-            ic.on_message_dispatch(self.consumers.get(consumer_id), pos.ledger_id, pos.entry_id, data)
+        self.intercept_dispatch(consumer_id, pos, data)
         head = cmds.message_command_bytes(
             consumer_id, pos.ledger_id, pos.entry_id, partition, redelivery_count, ack_set or None
         )
@@ -202,17 +196,8 @@ class Connection:
 
     def broker_closed_producer(self, producer: Producer) -> None:
         """The broker drops a producer (unload, delete, failure): tell the client to reconnect."""
-        if self.producers.get(producer.producer_id) is producer:
-            del self.producers[producer.producer_id]
-            self._remember_closed_producer(producer.producer_id)
+        if self.forget_producer(producer):
             self.write(cmds.close_producer(producer.producer_id))
-
-    def _remember_closed_producer(self, producer_id: int) -> None:
-        # SENDs already on the wire when we closed a producer are dropped, not fatal: the
-        # client re-sends every unacknowledged message once it has re-created the producer.
-        self.recently_closed_producers[producer_id] = None
-        while len(self.recently_closed_producers) > MAX_REMEMBERED_CLOSED_PRODUCERS:
-            del self.recently_closed_producers[next(iter(self.recently_closed_producers))]
 
     def producer_ready(self, producer: Producer, request_id: int) -> None:
         """A producer queued for exclusive access got it: the second PRODUCER_SUCCESS."""
@@ -223,8 +208,7 @@ class Connection:
         )
 
     def broker_closed_consumer(self, consumer: Consumer) -> None:
-        if self.consumers.get(consumer.consumer_id) is consumer:
-            del self.consumers[consumer.consumer_id]
+        if self.forget_consumer(consumer):
             self.write(cmds.close_consumer(consumer.consumer_id))
 
     # ------------------------------------------------------------ back-pressure
@@ -432,15 +416,7 @@ class Connection:
         for task in (self._keepalive, self._refresh):
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
-        for producer in list(self.producers.values()):
-            producer.topic.remove_producer(producer)
-        self.producers.clear()
-        for consumer in list(self.consumers.values()):
-            try:
-                await consumer.subscription.topic.remove_consumer(consumer)
-            except Exception:
-                log.debug("removing consumer failed", exc_info=True)
-        self.consumers.clear()
+        await self.release_clients()
         self.service.topic_list_watchers.forget_connection(self)
         try:
             self._flush()

@@ -18,14 +18,18 @@ handler's exception -- so ``write`` drops them.
 Authorization is done before the upgrade (``web.auth`` rules for the ``/ws``
 routes), exactly where the binary path does it for PRODUCER/SUBSCRIBE.
 
+What it shares with the binary ``Connection`` -- the producer and consumer
+tables, the interceptors' dispatch hook, forgetting what the broker closed,
+the teardown -- it inherits from ``broker.service.transport_cnx.TransportCnx``.
+
 Lifecycle: OPEN until :meth:`BrokerLink.close`, which removes the link's
 producers and consumers from their topics (unacked messages are redelivered
-to other consumers), as a closing TCP connection does.
+to other consumers), as a closing TCP connection does, after giving the
+producers' publishes in flight a moment to be answered.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,13 +39,12 @@ from magnetar.broker import errors
 from magnetar.broker.service.handlers import consumer as consumer_handlers
 from magnetar.broker.service.handlers import producer as producer_handlers
 from magnetar.broker.service.names import parse_topic
+from magnetar.broker.service.transport_cnx import TransportCnx
 from magnetar.managed_ledger.api import Position
 from magnetar.protocol import client_commands as cc
 from magnetar.protocol.enums import AckType, InitialPosition, SubType
 from magnetar.protocol.frames import decode_frame_body
 from magnetar.protocol.message_id import MessageId
-
-log = logging.getLogger(__name__)
 
 
 class LinkListener(Protocol):
@@ -63,18 +66,15 @@ def _frame(raw: bytes) -> Any:
     return decode_frame_body(memoryview(raw)[4:])
 
 
-class BrokerLink:
+PRODUCER_DRAIN_S = 5.0  # at close, publishes in flight get this long to be answered
+
+
+class BrokerLink(TransportCnx):
     """Stands for a client connection; the broker's Producer/Consumer objects call it back."""
 
     def __init__(self, service: Any, listener: LinkListener, peer_address: str) -> None:
-        self.service = service
+        super().__init__(service, peer_address, "websocket")
         self.listener = listener
-        self.peer_address = peer_address
-        self.client_version = "websocket"
-        self.producers: dict[int, Any] = {}
-        self.consumers: dict[int, Any] = {}
-        self.recently_closed_producers: dict[int, None] = {}
-        self.closed = False
         self.writable = True  # the session lowers it while its socket is backed up
         self._next_id = 0
         self._pending_publishes = 0
@@ -122,9 +122,24 @@ class BrokerLink:
         await producer_handlers.handle_producer(self, _frame(raw))
         return pid, self.producers[pid].producer_name
 
-    def publish(self, producer_id: int, sequence_id: int, headers_and_payload: bytes) -> None:
-        """Start storing one message; the outcome arrives as on_receipt / on_send_failed."""
-        producer_handlers.handle_send(self, _frame(cc.send(producer_id, sequence_id, headers_and_payload)))
+    def publish(
+        self,
+        producer_id: int,
+        sequence_id: int,
+        headers_and_payload: bytes,
+        num_messages: int | None = None,
+        highest_sequence_id: int | None = None,
+    ) -> None:
+        """Start storing one entry (a batch of ``num_messages`` when given); the outcome arrives
+        as on_receipt / on_send_failed for ``sequence_id``."""
+        raw = cc.send(
+            producer_id,
+            sequence_id,
+            headers_and_payload,
+            num_messages,
+            highest_sequence_id=highest_sequence_id,
+        )
+        producer_handlers.handle_send(self, _frame(raw))
 
     # ------------------------------------------------------------ consuming
     async def subscribe(
@@ -218,19 +233,15 @@ class BrokerLink:
         redelivery_count: int,
         ack_set: list[int] | None,
     ) -> None:
-        ic = self.service.interceptor
-        if ic is not None:
-            ic.on_message_dispatch(self.consumers.get(consumer_id), pos.ledger_id, pos.entry_id, data)
+        self.intercept_dispatch(consumer_id, pos, data)
         self.listener.on_message(consumer_id, pos.ledger_id, pos.entry_id, partition, data, redelivery_count)
 
     def broker_closed_producer(self, producer: Any) -> None:
-        if self.producers.get(producer.producer_id) is producer:
-            del self.producers[producer.producer_id]
+        if self.forget_producer(producer):
             self.listener.on_closed_by_broker("producer")
 
     def broker_closed_consumer(self, consumer: Any) -> None:
-        if self.consumers.get(consumer.consumer_id) is consumer:
-            del self.consumers[consumer.consumer_id]
+        if self.forget_consumer(consumer):
             self.listener.on_closed_by_broker("consumer")
 
     async def check_liveness(self, timeout_s: float) -> bool:
@@ -241,14 +252,4 @@ class BrokerLink:
         if self.closed:
             return
         self.closed = True
-        for producer in list(self.producers.values()):
-            producer.mark_closing()
-            await producer.wait_drained(5.0)
-            producer.topic.remove_producer(producer)
-        self.producers.clear()
-        for consumer in list(self.consumers.values()):
-            try:
-                await consumer.subscription.topic.remove_consumer(consumer)
-            except Exception:
-                log.debug("removing a WebSocket consumer failed", exc_info=True)
-        self.consumers.clear()
+        await self.release_clients(drain_s=PRODUCER_DRAIN_S)

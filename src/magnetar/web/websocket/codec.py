@@ -21,8 +21,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from magnetar.protocol.batch import decode_batch
-from magnetar.protocol.compression import decompress
+from magnetar.protocol.batch import SingleMessage, decode_batch, encode_batch
+from magnetar.protocol.compression import compress, decompress
 from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.message_id import MessageId
 from magnetar.protocol.payload import (
@@ -141,7 +141,10 @@ def parse_publish(frame: dict[str, Any], now_ms: int) -> OutgoingMessage:
     )
 
 
-def entry_bytes(msg: OutgoingMessage, producer_name: str, sequence_id: int, now_ms: int) -> bytes:
+def entry_bytes(
+    msg: OutgoingMessage, producer_name: str, sequence_id: int, now_ms: int, compression: int = 0
+) -> bytes:
+    """One message as one stored entry (payload compressed with ``compression``, a CompressionType)."""
     meta = new_message_metadata(
         producer_name=producer_name,
         sequence_id=sequence_id,
@@ -152,8 +155,42 @@ def entry_bytes(msg: OutgoingMessage, producer_name: str, sequence_id: int, now_
         deliver_at_time=msg.deliver_at,
         replicate_to=msg.replicate_to,
         uncompressed_size=len(msg.payload),
+        compression=compression or None,
     )
-    return build_headers_and_payload(meta, msg.payload)
+    payload = compress(compression, msg.payload) if compression else msg.payload
+    return build_headers_and_payload(meta, payload)
+
+
+def batch_entry_bytes(
+    msgs: list[OutgoingMessage],
+    producer_name: str,
+    first_sequence_id: int,
+    now_ms: int,
+    compression: int = 0,
+) -> bytes:
+    """Several messages as one batch entry, as a client's batch container writes it: the
+    records' metadata in SingleMessageMetadata, the batch's sequence ids first..highest."""
+    records = [
+        SingleMessage(
+            payload=m.payload,
+            properties=m.properties,
+            partition_key=m.key,
+            event_time=m.event_time,
+            sequence_id=first_sequence_id + i,
+        )
+        for i, m in enumerate(msgs)
+    ]
+    body = encode_batch(records)
+    meta = new_message_metadata(
+        producer_name=producer_name,
+        sequence_id=first_sequence_id,
+        highest_sequence_id=first_sequence_id + len(msgs) - 1,
+        publish_time=now_ms,
+        num_messages_in_batch=len(msgs),
+        uncompressed_size=len(body),
+        compression=compression or None,
+    )
+    return build_headers_and_payload(meta, compress(compression, body) if compression else body)
 
 
 @dataclass
