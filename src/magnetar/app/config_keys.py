@@ -60,6 +60,10 @@ ASSEMBLY_KEYS = frozenset(
     {
         "managedLedgerCacheSizeMB",
         "metadataStoreUrl",
+        # app.storage (cluster broker) and cli.broker: the metadata session and what its loss does
+        "metadataStoreSessionTimeoutMillis",
+        "zooKeeperSessionTimeoutMillis",
+        "zookeeperSessionExpiredPolicy",
         "retentionCheckIntervalInSeconds",
         "functionsWorkerEnabled",
         "functionRuntime",
