@@ -202,6 +202,30 @@ def test_brokers_register_and_elect_one_leader(cluster):
         assert status == 200, leader
         leaders.add(leader["brokerId"])
     assert len(leaders) == 1 and leaders <= set(ids)
+    for b in cluster.brokers:  # the health check's own topic is served by each broker itself
+        status, text, _ = http("GET", f"{b.web_url}/admin/v2/brokers/health")
+        assert status == 200 and text == "ok", text
+
+
+def test_partitioned_topic_spread_over_the_brokers(cluster):
+    ns = new_namespace(cluster, bundles=8)
+    topic = f"persistent://{ns}/parted"
+    status, body, _ = http(
+        "PUT", f"{cluster.brokers[0].web_url}/admin/v2/{topic.replace('://', '/')}/partitions", 6
+    )
+    assert status == 204, body
+    cl = client(cluster.brokers[2].broker_url)
+    try:
+        consumer = cl.subscribe(topic, "s")
+        producer = cl.create_producer(topic, batching_enabled=False)
+        for i in range(60):
+            producer.send(f"p{i}".encode(), partition_key=str(i))
+        got = sorted(consumer.receive(timeout_millis=20_000).data() for _ in range(60))
+        assert got == sorted(f"p{i}".encode() for i in range(60))
+    finally:
+        cl.close()
+    partition_owners = {owner_of_topic(cluster, f"{topic}-partition-{i}").broker_id for i in range(6)}
+    assert len(partition_owners) >= 2, partition_owners
 
 
 # ---------------------------------------------------------------- bundles, lookups, redirects
@@ -269,6 +293,8 @@ class Stream:
         self.acked: list[int] = []
         self.received: list[int] = []
         self.stored: dict[int, set[str]] = {}  # value -> message ids it arrived with
+        self.consumer_acked: set[int] = set()
+        self.redelivered_after_ack: list[int] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._threads = [
@@ -297,9 +323,12 @@ class Stream:
                 if self._stop.is_set() and time.monotonic() > self._deadline:
                     return
                 continue
+            if int(msg.data()) in self.consumer_acked:
+                self.redelivered_after_ack.append(int(msg.data()))
             self.received.append(int(msg.data()))
             self.stored.setdefault(int(msg.data()), set()).add(str(msg.message_id()))
             self.consumer.acknowledge(msg)
+            self.consumer_acked.add(int(msg.data()))
 
     def stop(self, drain_s: float = 60.0) -> None:
         self._deadline = time.monotonic() + drain_s
@@ -337,10 +366,14 @@ def test_unload_bundle_mid_stream_moves_it_with_nothing_lost(cluster):
         stream.stop()
     assert after is not before
     assert set(stream.acked) <= set(stream.received), sorted(set(stream.acked) - set(stream.received))[:10]
-    # Acks are fire-and-forget in the client: one in flight at the close may be redelivered
-    # (at-least-once, as in Pulsar); but nothing is ever *stored* twice.
+    # Nothing is ever *stored* twice.  The consumer may see a few messages again: the client
+    # groups acknowledgements for 100 ms (cpp's ackGroupingTimeMs, not settable from Python)
+    # and the group pending when CLOSE_CONSUMER arrives is not re-sent after the reconnect
+    # (at-least-once delivery, as with Pulsar); at 5 ms a message that is at most ~25.
     assert stream.stored_twice() == []
-    assert len(stream.received) - len(set(stream.received)) <= 2
+    again = len(stream.received) - len(set(stream.received))
+    print("redelivered after the consumer acknowledged:", stream.redelivered_after_ack)
+    assert again <= 40, stream.redelivered_after_ack
 
 
 def test_split_bundle_and_namespace_unload(cluster):
