@@ -37,7 +37,8 @@ pytestmark = [
     pytest.mark.skipif(broker_unavailable_reason() is not None, reason="the broker is not built yet"),
 ]
 
-SESSION_TIMEOUT_MS = int(os.environ.get("MAGNETAR_OWN_SESSION_MS", "2000"))  # the failover figure varies with it
+# The failover time depends on it (MAGNETAR_OWN_SESSION_MS=1000 measures the figure).
+SESSION_TIMEOUT_MS = int(os.environ.get("MAGNETAR_OWN_SESSION_MS", "2000"))
 BROKERS = 3
 BOOKIES = 2
 
