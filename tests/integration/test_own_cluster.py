@@ -460,6 +460,27 @@ def test_zookeeper_away_past_the_session_timeout_every_broker_comes_back(cluster
     assert set(stream.acked) <= set(stream.received), sorted(set(stream.acked) - set(stream.received))[:10]
 
 
+def test_graceful_stop_of_an_owner_hands_its_bundles_over(cluster):
+    """SIGTERM: the broker leaves the list, unloads its bundles (clients move), then exits 0."""
+    ns = new_namespace(cluster, bundles=4)
+    topic = f"persistent://{ns}/graceful"
+    stream = Stream(cluster.service_url(), topic)
+    try:
+        stream.wait_acked(50)
+        leaving = owner_of_topic(cluster, topic)
+        t0 = time.monotonic()
+        assert leaving.terminate() == 0, leaving.log_tail()
+        stream.wait_acked(1, timeout_s=60)
+        handover_s = time.monotonic() - t0
+        stream.wait_acked(50)
+    finally:
+        stream.stop()
+    print(f"graceful stop: first acknowledged send on the new owner {handover_s:.2f} s after SIGTERM")
+    assert owner_of_topic(cluster, topic) is not leaving
+    assert set(stream.acked) <= set(stream.received), sorted(set(stream.acked) - set(stream.received))[:10]
+    assert stream.stored_twice() == []
+
+
 def test_kill9_of_the_owner_mid_stream_loses_no_acknowledged_message(cluster):
     ns = new_namespace(cluster, bundles=4)
     topic = f"persistent://{ns}/kill"

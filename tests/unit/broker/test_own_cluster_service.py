@@ -192,3 +192,22 @@ async def test_health_topic_of_the_broker_itself_needs_no_lock(brokers):
     answer = await b.ns.lookup(ref)
     assert not answer.redirect
     await b.ns.check_owned(ref)
+
+
+async def test_graceful_shutdown_hands_every_bundle_over(brokers):
+    topics = [f"persistent://{NS}/g{i}" for i in range(12)]
+    owners = {t: await settle(brokers, t) for t in topics}
+    leaving = next(iter(owners.values()))
+    for t, o in owners.items():
+        if o is leaving:
+            leaving.topics.open[t] = object()
+    await leaving.ns.prepare_shutdown()
+    assert leaving.ns.ownership.owned() == []
+    assert sorted(leaving.topics.unloaded) == sorted(t for t, o in owners.items() if o is leaving)
+    assert leaving.name + ":8080" not in await brokers[0].ns.list_brokers()
+    for t in topics:
+        ref = parse_topic(t)
+        answer = await leaving.ns.lookup(ref)  # it never takes a bundle again: it redirects
+        assert answer.redirect and answer.owner.http_url != leaving.web_service_url()
+        with pytest.raises(errors.ServiceNotReadyError):
+            await leaving.ns.check_owned(ref)

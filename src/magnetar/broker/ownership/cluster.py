@@ -91,6 +91,7 @@ class ClusterNamespaceService:
         )
         self._unloading: dict[NamespaceBundle, asyncio.Event] = {}
         self._update_pending = False
+        self._draining = False  # shutting down: hand bundles over, take none
         self._closed = False
 
     # -- identity ----------------------------------------------------------------------------------
@@ -118,6 +119,23 @@ class ClusterNamespaceService:
     async def refresh_registration(self) -> None:
         """Rewrites our registration (after a TLS listener came up)."""
         await self.registry.update()
+
+    async def prepare_shutdown(self) -> None:
+        """Graceful stop, before the connections close: leave the broker list (nobody places
+        bundles here any more), then unload every owned bundle -- clients get CLOSE_PRODUCER /
+        CLOSE_CONSUMER and look up again on another broker, which takes the bundle."""
+        self._draining = True
+        try:
+            await self.registry.aclose()
+        except MetadataError as e:
+            log.warning("could not leave the broker list (%s)", e)
+        for bundle in self.ownership.owned():
+            try:
+                await self.unload_bundle(bundle)
+            except (errors.BrokerError, MetadataError) as e:
+                log.warning(
+                    "unloading %s at shutdown failed (%s); its lock goes with the session", bundle.name, e
+                )
 
     async def aclose(self) -> None:
         """Releases every bundle (call after the topics closed) and leaves the cluster."""
@@ -171,6 +189,11 @@ class ClusterNamespaceService:
                 if owner.http_url == me.http_url:  # an earlier session of ours: wait for its expiry
                     raise errors.ServiceNotReadyError(f"bundle {bundle.name} is still held by an old session")
                 return LookupResult(owner, redirect=True)
+            if self._draining:  # never take a bundle while shutting down
+                chosen = await self._choose(bundle, avoid_self=True)
+                if chosen is None or chosen.broker_id == self.broker_id():
+                    raise errors.ServiceNotReadyError("this broker is shutting down")
+                return LookupResult(_owner_data(chosen), redirect=True)
             if not authoritative:
                 chosen = await self._choose(bundle)
                 if chosen is not None and chosen.broker_id != self.broker_id():
@@ -179,10 +202,12 @@ class ClusterNamespaceService:
                 return LookupResult(me, redirect=False)
         raise errors.ServiceNotReadyError(f"no owner could be settled for bundle {bundle.name}")
 
-    async def _choose(self, bundle: NamespaceBundle) -> BrokerInfo | None:
+    async def _choose(self, bundle: NamespaceBundle, avoid_self: bool = False) -> BrokerInfo | None:
         brokers = await self.registry.live_brokers()
         mine = self._broker_info()
         brokers = [mine if b.broker_id == mine.broker_id else b for b in brokers]  # our count is fresher
+        if avoid_self:
+            brokers = [b for b in brokers if b.broker_id != mine.broker_id]
         hint = await read_unload_hint(self._svc.metadata_store, bundle)
         if hint.destination is not None:
             for b in brokers:
@@ -199,7 +224,11 @@ class ClusterNamespaceService:
             raise errors.ServiceNotReadyError(f"Namespace bundle {bundle.name} is being unloaded")
         if self.ownership.is_owned(bundle):
             return
-        if await self.ownership.owner_of(bundle) is None and await self.ownership.try_acquire(bundle):
+        if (
+            not self._draining
+            and await self.ownership.owner_of(bundle) is None
+            and await self.ownership.try_acquire(bundle)
+        ):
             return
         raise errors.ServiceNotReadyError(f"Namespace bundle {bundle.name} is not owned by this broker")
 

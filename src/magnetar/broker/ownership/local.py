@@ -36,6 +36,9 @@ class LocalNamespaceService:
     async def start(self) -> None:
         return None
 
+    async def prepare_shutdown(self) -> None:
+        return None  # nobody to hand the bundles to
+
     async def aclose(self) -> None:
         return None
 

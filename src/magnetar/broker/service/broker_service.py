@@ -216,6 +216,10 @@ class BrokerService(TopicAdmin):
         for server in (self._server, self._tls_server):
             if server is not None:
                 server.close()
+        try:  # in a cluster: leave the broker list and hand every bundle over first
+            await wait_for(self.clock, self.namespace_service.prepare_shutdown(), CLOSE_TIMEOUT_S * 3)
+        except Exception:
+            log.exception("handing the bundles over failed; they move when the session ends")
         for cnx in list(self.connections):
             try:
                 await wait_for(self.clock, cnx.close(), CLOSE_TIMEOUT_S)
