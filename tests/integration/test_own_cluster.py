@@ -14,6 +14,7 @@ harness, ``magnetar.testing.cluster``; the lead unifies them).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -181,6 +182,21 @@ def owner_of_topic(c: Cluster, topic: str, via: ClusterBroker | None = None) -> 
     status, data, _ = http("GET", f"{via.web_url}/lookup/v2/topic/{topic.replace('://', '/')}")
     assert status == 200, data
     return next(b for b in c.live() if b.broker_url == data["brokerUrl"])
+
+
+async def _ledger_states(url: str, ml_name: str) -> list[str]:
+    from magnetar.bookkeeper.metadata import LedgerMetadataStore
+    from magnetar.managed_ledger.metadata import MLInfo, ledger_path
+    from magnetar.metadata.factory import create_metadata_store
+    from magnetar.runtime import RealClock
+
+    store = await create_metadata_store(url, clock=RealClock())
+    try:
+        info = MLInfo.decode((await store.get(ledger_path(ml_name))).value)
+        ledgers = LedgerMetadataStore(store)
+        return [(await ledgers.read(li.ledger_id))[0].state.name for li in info.ledgers]
+    finally:
+        await store.aclose()
 
 
 def new_namespace(c: Cluster, bundles: int = 8) -> str:
@@ -483,11 +499,17 @@ def test_graceful_stop_of_an_owner_hands_its_bundles_over(cluster):
 
 def test_kill9_of_the_owner_mid_stream_loses_no_acknowledged_message(cluster):
     ns = new_namespace(cluster, bundles=4)
+    retention = {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}  # keep the dead owner's ledger
+    status, body, _ = http(
+        "POST", f"{cluster.live()[0].web_url}/admin/v2/namespaces/{ns}/retention", retention
+    )
+    assert status == 204, body
     topic = f"persistent://{ns}/kill"
     stream = Stream(cluster.service_url(), topic)
     try:
         stream.wait_acked(100)
         victim = owner_of_topic(cluster, topic)
+        before = asyncio.run(_ledger_states(cluster.url, f"{ns}/persistent/kill"))
         victim.kill()
         t0 = time.monotonic()
         stream.wait_acked(1, timeout_s=90)
@@ -500,3 +522,8 @@ def test_kill9_of_the_owner_mid_stream_loses_no_acknowledged_message(cluster):
     )
     assert set(stream.acked) <= set(stream.received), sorted(set(stream.acked) - set(stream.received))[:10]
     assert owner_of_topic(cluster, topic) is not victim
+    # The new owner recovered the managed ledger: the dead owner's ledger was fenced and closed
+    # (BookKeeper recovery), and it writes to a ledger of its own.
+    states = asyncio.run(_ledger_states(cluster.url, f"{ns}/persistent/kill"))
+    assert before[-1] == "OPEN" and len(states) > len(before), (before, states)
+    assert all(st == "CLOSED" for st in states[: len(before)]), (before, states)
