@@ -70,6 +70,10 @@ ASSEMBLY_KEYS = frozenset(
         "managedLedgerCacheSizeMB",
         "metadataStoreUrl",
         "configurationMetadataStoreUrl",
+        # app.storage (cluster broker) and cli.broker: the metadata session and what its loss does
+        "metadataStoreSessionTimeoutMillis",
+        "zooKeeperSessionTimeoutMillis",
+        "zookeeperSessionExpiredPolicy",
         "retentionCheckIntervalInSeconds",
         "functionsWorkerEnabled",
         "functionRuntime",

@@ -94,8 +94,12 @@ class Standalone:
         rng: Rng | None = None,
         storage: StorageStack | None = None,
         owns_storage: bool | None = None,
+        namespace_service: Any = None,
     ) -> None:
+        """``namespace_service``: the bundle-ownership factory handed to the BrokerService
+        (``magnetar broker`` passes the cluster one); None = this process owns every bundle."""
         self.config = config
+        self._namespace_service = namespace_service
         self.clock = clock or RealClock()
         self.rng = rng or Rng()
         self.state = StandaloneState.NEW
@@ -182,6 +186,7 @@ class Standalone:
             self.clock,
             self.rng,
             extensions=self.plugins.ext,
+            namespace_service=self._namespace_service,
         )
         self.broker_service = svc
         svc.replication.credentials = broker_client_credentials(self.config.properties)  # replicators
@@ -197,6 +202,11 @@ class Standalone:
         except PluginError as exc:
             raise StandaloneError(str(exc)) from exc
         self.tls = await start_tls_listeners(svc, self._http.config.app, self.config.bind_address)
+        if self.tls is not None and getattr(self.tls, "web_port_tls", None):
+            svc.set_web_service_port_tls(self.tls.web_port_tls)
+        refresh = getattr(svc.namespace_service, "refresh_registration", None)
+        if refresh is not None:  # a cluster broker: publish the TLS URLs known only now
+            await refresh()
         self.functions_worker = await start_functions_worker(self, self._http.config.app)
 
     def _broker_properties(self) -> dict[str, str]:

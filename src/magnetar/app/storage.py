@@ -184,7 +184,13 @@ async def open_cluster_storage(
     from magnetar.bookkeeper.client import BookKeeperClient
     from magnetar.bookkeeper.config import ClientConfig
 
-    store = await create_metadata_store(metadata_url, clock=clock)
+    props = config.properties
+    # Pulsar's key, then its deprecated ZooKeeper-era name (-1 = unset); the store's default otherwise.
+    timeout_ms = get_int(props, "metadataStoreSessionTimeoutMillis", -1)
+    if timeout_ms <= 0:
+        timeout_ms = get_int(props, "zooKeeperSessionTimeoutMillis", -1)
+    extra = {"session_timeout_ms": timeout_ms} if timeout_ms > 0 else {}
+    store = await create_metadata_store(metadata_url, clock=clock, **extra)
     stack = StorageStack(metadata_store=store, ml_factory=None, closers=[("metadata store", store.aclose)])
     try:
         pool = WireBookieClientPool()

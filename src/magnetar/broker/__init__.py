@@ -40,7 +40,10 @@ Service calls for the HTTP layer (all coroutines unless noted; names are Pulsar-
 such as ``"persistent://public/default/t"`` or a short ``"t"``; they raise ``errors.BrokerError``
 subclasses which carry ``.http_status`` and ``.message``):
 
-* ``await svc.lookup(topic) -> dict`` -- ``{"brokerUrl", "brokerUrlTls", "httpUrl", "httpUrlTls",
+* ``await svc.lookup_topic(topic, authoritative=False) -> LookupResult`` -- the bundle owner's
+  URLs and whether to go there (``redirect``); see ``broker.ownership`` (bundles, ownership,
+  the cluster's redirects).  ``svc.namespace_service`` is that service.
+* ``await svc.lookup(topic) -> dict`` -- the owner's ``{"brokerUrl", "brokerUrlTls", "httpUrl", "httpUrlTls",
   "nativeUrl"}``; ``brokerUrlTls`` is the TLS URL once ``serve_tls`` ran, else ``None``;
   ``httpUrlTls`` is ``None`` (keys always present).
   Raises NamespaceNotFound (404) for an unknown tenant/namespace.

@@ -8,9 +8,10 @@ store named by ``--metadata-url`` / ``metadataStoreUrl`` (``zk:host:2181``,
 ``rocksdb:/path`` for a single node) and bookies reached over the wire, found
 through their registrations in that store.  Start bookies with ``magnetar
 bookie`` against the same store first.  Several brokers sharing one store is
-best effort in this version: bundle ownership and load balancing between
-brokers arrive with the scaling issues, so each broker answers lookups for
-every topic with itself.
+supported: each broker registers under ``/loadbalance/brokers``, namespaces
+are split into bundles, a bundle has one owner at a time (an ephemeral lock),
+lookups on any broker redirect to the owner, and a dead broker's bundles are
+taken by the others after its session expires (``broker.ownership``).
 
 Defaults are Pulsar's broker.conf, not standalone.conf: entries are written
 to two bookies and acknowledged by both
@@ -107,7 +108,16 @@ async def _serve(config: object, metadata_url: str) -> int:
     except Exception as exc:
         print(f"magnetar broker: cannot open storage: {exc}", file=sys.stderr, flush=True)
         return EXIT_START_FAILED
-    broker = Standalone(config, clock=clock, rng=rng, storage=storage, owns_storage=True)  # type: ignore[arg-type]
+    from magnetar.broker.ownership.cluster import ClusterNamespaceService
+
+    broker = Standalone(
+        config,  # type: ignore[arg-type]
+        clock=clock,
+        rng=rng,
+        storage=storage,
+        owns_storage=True,
+        namespace_service=ClusterNamespaceService,
+    )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, broker.request_stop)
@@ -116,7 +126,28 @@ async def _serve(config: object, metadata_url: str) -> int:
     except Exception as exc:
         print(f"magnetar broker: failed to start: {exc}", file=sys.stderr, flush=True)
         return EXIT_START_FAILED
+    _apply_session_expired_policy(config, storage.metadata_store, broker)
     tune_gc_for_serving()
     print(broker.ready_line, flush=True)
     await broker.run_until_stopped()
     return EXIT_OK
+
+
+def _apply_session_expired_policy(config: object, store: object, broker: object) -> None:
+    """Pulsar's ``zookeeperSessionExpiredPolicy``: ``reconnect`` (the default) keeps the process:
+    the store opens a new session, the broker registers again and takes bundles on lookup;
+    ``shutdown`` stops the broker when its session is lost."""
+    from magnetar.metadata.api import SessionEvent
+
+    policy = str(config.properties.get("zookeeperSessionExpiredPolicy") or "reconnect").lower()  # type: ignore[attr-defined]
+    if policy != "shutdown":
+        return
+
+    def on_event(event: SessionEvent) -> None:
+        if event is SessionEvent.SESSION_LOST:
+            print(
+                "magnetar broker: metadata session lost; shutting down (policy)", file=sys.stderr, flush=True
+            )
+            broker.request_stop()  # type: ignore[attr-defined]
+
+    store.add_session_listener(on_event)  # type: ignore[attr-defined]

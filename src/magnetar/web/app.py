@@ -23,6 +23,7 @@ from magnetar.web import lookup, metrics, websocket
 from magnetar.web.auth import install_auth
 from magnetar.web.errors import install_error_handlers
 from magnetar.web.lazy_routers import install_lazy_routers
+from magnetar.web.ownership import install_ownership
 from magnetar.web.paths import validate_path_names
 from magnetar.web.plugins import install_web_interceptor
 
@@ -73,6 +74,7 @@ def create_app(
             app.state.admin.start()
     app.state.health_check = health_check
     install_error_handlers(app)
+    install_ownership(app)  # 307 to a bundle's owner (before auth: auth wraps it and runs first)
     install_auth(app)  # authentication + per-route authorization (web/auth.py)
     install_web_interceptor(app, broker_service)  # only when brokerInterceptors is set (web/plugins.py)
     metrics.install_metrics(app, broker_service)

@@ -155,6 +155,7 @@ RULES: tuple[tuple[frozenset[str] | None, re.Pattern[str], Rule], ...] = tuple(
         ("GET", _NS + r"/topics", _ns(_N.GET_TOPICS)),
         ("GET", _NS + r"/bundles", _ns(_N.GET_BUNDLE)),
         ("PUT", _NS + r"(/\{bundle\})?/unload", SUPERUSER),
+        ("PUT", _NS + r"/\{bundle\}/split", SUPERUSER),
         ("DELETE", _NS + r"/\{bundle\}", _ns(_N.DELETE_BUNDLE)),
         ("POST", _NS + r"(/\{bundle\})?/clearBacklog(/\{subscription\})?", _ns(_N.CLEAR_BACKLOG)),
         ("POST", _NS + r"(/\{bundle\})?/unsubscribe/\{subscription\}", _ns(_N.UNSUBSCRIBE)),

@@ -74,7 +74,7 @@ async def list_brokers(request: Request) -> list[str]:
 
 @router.get(B + "/leaderBroker")
 async def leader_broker(request: Request) -> dict:
-    return admin(request).brokers.leader()
+    return await admin(request).brokers.leader()
 
 
 @router.get(B + "/configuration")

@@ -32,6 +32,7 @@ from magnetar.web.deps import (
     with_signature,
 )
 from magnetar.web.errors import WebError
+from magnetar.web.ownership import forward_unload
 from magnetar.web.paths import namespace_name
 
 router = APIRouter(tags=["namespaces"])
@@ -85,13 +86,38 @@ async def get_bundles(request: Request, tenant: str, namespace: str) -> dict:
 
 @router.put(NS + "/unload", status_code=204)
 async def unload_namespace(request: Request, tenant: str, namespace: str) -> Response:
-    await admin(request).namespaces.unload(namespace_name(tenant, namespace))
+    elsewhere = await admin(request).namespaces.unload(namespace_name(tenant, namespace))
+    for bundle in elsewhere:  # owned by other brokers: each owner unloads its own (as Pulsar does)
+        await forward_unload(request, bundle)
     return no_content()
 
 
 @router.put(NS + "/{bundle}/unload", status_code=204)
-async def unload_bundle(request: Request, tenant: str, namespace: str, bundle: str) -> Response:
-    await admin(request).namespaces.unload(namespace_name(tenant, namespace))
+async def unload_bundle(
+    request: Request,
+    tenant: str,
+    namespace: str,
+    bundle: str,
+    destinationBroker: str | None = None,  # noqa: N803
+) -> Response:
+    await admin(request).namespaces.unload_bundle(
+        namespace_name(tenant, namespace), bundle, destinationBroker
+    )
+    return no_content()
+
+
+@router.put(NS + "/{bundle}/split", status_code=204)
+async def split_bundle(
+    request: Request,
+    tenant: str,
+    namespace: str,
+    bundle: str,
+    unload: bool = False,
+    splitAlgorithmName: str | None = None,  # noqa: N803
+) -> Response:
+    await admin(request).namespaces.split_bundle(
+        namespace_name(tenant, namespace), bundle, splitAlgorithmName
+    )
     return no_content()
 
 

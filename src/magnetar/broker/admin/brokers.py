@@ -1,8 +1,10 @@
 """Broker-level admin: broker list, leader, owned namespaces, dynamic configuration, bookies.
 
-Theory of operation: a standalone is one broker that owns every bundle and is
-its own leader, so the broker list is this broker's ``host:webPort`` and the
-owned namespaces are every namespace's bundles.  Dynamic configuration
+Theory of operation: the broker list, the leader and who owns which bundle
+come from the namespace service (``broker.ownership``): in a cluster the
+registrations under ``/loadbalance/brokers``, the election on
+``/loadbalance/leader`` and the bundle locks under ``/namespace``; in a
+standalone this one broker, which owns every bundle and leads.  Dynamic configuration
 follows Pulsar: only keys in :data:`DYNAMIC_KEYS` may change at run time;
 overrides are stored as one JSON map at ``/admin/configuration`` (the
 metadata store, so they survive a restart) and applied at once to the live
@@ -21,7 +23,6 @@ from magnetar.bookie.api import AVAILABLE_PATH, RACKS_PATH, READONLY_PATH
 from magnetar.bookkeeper.isolation import BOOKIE_GROUPS_PATH
 from magnetar.broker import errors
 from magnetar.broker.resources.base import JsonStore
-from magnetar.broker.resources.namespaces import bundle_boundaries
 from magnetar.broker.service.api import BrokerServiceView
 from magnetar.metadata import api as md
 
@@ -57,27 +58,22 @@ class BrokerAdmin:
     async def list_brokers(self, cluster: str | None = None) -> list[str]:
         if cluster is not None and not await self._svc.resources.clusters.exists(cluster):
             raise errors.ClusterNotFoundError("Cluster does not exist")
-        return [self.broker_id()]
+        return await self._svc.namespace_service.list_brokers()
 
-    def leader(self) -> dict:
-        return {"serviceUrl": self._svc.web_service_url(), "brokerId": self.broker_id()}
+    async def leader(self) -> dict:
+        found = await self._svc.namespace_service.leader()
+        if found is None:
+            raise errors.TopicNotFoundError("No leader broker elected yet")  # a 404, as Pulsar's
+        return found
 
     async def owned_namespaces(self, cluster: str, broker: str) -> dict:
         if not await self._svc.resources.clusters.exists(cluster):
             raise errors.ClusterNotFoundError("Cluster does not exist")
-        if broker != self.broker_id():
-            raise errors.PreconditionFailedError(f"Broker {broker} is not this broker ({self.broker_id()})")
+        if broker not in await self._svc.namespace_service.list_brokers():
+            raise errors.PreconditionFailedError(f"Broker {broker} is not a live broker of this cluster")
         out: dict[str, dict] = {}
-        for tenant in await self._svc.resources.tenants.list():
-            for ns in await self._svc.resources.namespaces.list(tenant):
-                pol = await self._svc.resources.namespaces.get(ns) or {}
-                b = (pol.get("bundles") or {}).get("boundaries") or bundle_boundaries(1)
-                for lo, hi in zip(b, b[1:], strict=False):
-                    out[f"{ns}/{lo}_{hi}"] = {
-                        "broker_assignment": "primary",
-                        "is_controlled": False,
-                        "is_active": True,
-                    }
+        for bundle in await self._svc.namespace_service.owned_bundles(broker):
+            out[bundle.name] = {"broker_assignment": "primary", "is_controlled": False, "is_active": True}
         return out
 
     # ------------------------------------------------------------ dynamic configuration

@@ -20,6 +20,17 @@ from magnetar.broker import errors
 from magnetar.broker.admin import models as m
 from magnetar.broker.admin.policies import BY_NS_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.admin.tenancy import check_name, config_flag
+from magnetar.broker.ownership.api import NotOwnedHere
+from magnetar.broker.ownership.bundles import (
+    SPLIT_ALGORITHMS,
+    BundleError,
+    NamespaceBundle,
+    boundaries_of,
+    ranges_of,
+    require_range,
+    split_boundaries,
+    to_hex,
+)
 from magnetar.broker.resources import default_policies
 from magnetar.broker.resources.namespaces import bundle_boundaries
 from magnetar.broker.service.api import BrokerServiceView
@@ -120,11 +131,56 @@ class NamespaceAdmin:
         b = (await self.bundles(namespace))["boundaries"]
         return [f"{lo}_{hi}" for lo, hi in zip(b, b[1:], strict=False)]
 
-    async def unload(self, namespace: str) -> None:
-        await self._res.namespaces.require(namespace)
-        for topic in list(self._svc.topics.loaded()):
-            if topic.ref.namespace == namespace:
-                await self._svc.topics.unload(topic.ref)
+    async def _bundle(self, namespace: str, bundle: str) -> tuple[dict, NamespaceBundle]:
+        pol = await self._res.namespaces.require(namespace)
+        bounds = boundaries_of(pol, self._svc.config.default_number_of_namespace_bundles)
+        try:
+            return pol, NamespaceBundle(namespace, require_range(bounds, bundle))
+        except BundleError as exc:
+            raise errors.PreconditionFailedError(str(exc)) from None
+
+    async def unload(self, namespace: str) -> list[NamespaceBundle]:
+        """Unloads every bundle of the namespace owned here; returns the bundles owned elsewhere
+        (the web layer asks their owners)."""
+        pol = await self._res.namespaces.require(namespace)
+        bounds = boundaries_of(pol, self._svc.config.default_number_of_namespace_bundles)
+        elsewhere = []
+        for rng in ranges_of(bounds):
+            try:
+                await self._svc.namespace_service.unload_bundle(NamespaceBundle(namespace, rng))
+            except NotOwnedHere:
+                elsewhere.append(NamespaceBundle(namespace, rng))
+        return elsewhere
+
+    async def unload_bundle(self, namespace: str, bundle: str, destination: str | None = None) -> None:
+        """Closes the bundle's topics and releases it (NotOwnedHere -> 307 to the owner)."""
+        _, nb = await self._bundle(namespace, bundle)
+        if destination:
+            await self._svc.namespace_service.unload_bundle(nb, destination)
+        else:
+            await self._svc.namespace_service.unload_bundle(nb)
+
+    async def split_bundle(self, namespace: str, bundle: str, algorithm: str | None = None) -> None:
+        """Splits ``bundle`` in two (``range_equally_divide``); its topics are unloaded and the
+        halves are placed afresh on their next lookup."""
+        _, nb = await self._bundle(namespace, bundle)
+        algorithm = algorithm or "range_equally_divide"
+        if algorithm not in SPLIT_ALGORITHMS:
+            raise errors.PreconditionFailedError(f"Unsupported namespace bundle split algorithm {algorithm}")
+
+        async def write() -> None:
+            def apply(doc: dict) -> dict:
+                cur = boundaries_of(doc, self._svc.config.default_number_of_namespace_bundles)
+                try:
+                    new = split_boundaries(cur, nb.range.name, algorithm)
+                except BundleError as exc:
+                    raise errors.PreconditionFailedError(str(exc)) from None
+                doc["bundles"] = {"boundaries": to_hex(new), "numBundles": len(new) - 1}
+                return doc
+
+            await self._res.namespaces.update(namespace, apply)
+
+        await self._svc.namespace_service.split_bundle(nb, write)
 
     # ------------------------------------------------------------ generic policies
     async def _update(self, namespace: str, fn: Callable[[dict], None]) -> None:

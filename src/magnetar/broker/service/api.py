@@ -162,6 +162,7 @@ class BrokerServiceView(Protocol):
     schemas: Any  # SchemaRegistry
     supervisor: Any  # TaskSupervisor
     compaction: Any  # BrokerCompaction
+    namespace_service: Any  # broker.ownership.api.NamespaceService: bundles, owners, brokers
 
     async def require_namespace(self, namespace: str) -> None: ...
 

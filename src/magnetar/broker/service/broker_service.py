@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from magnetar.broker import errors
@@ -33,6 +34,8 @@ from magnetar.broker.auth.tls import server_ssl_context_from_config
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.interceptors import InterceptorChain
 from magnetar.broker.replication.service import ReplicationService
+from magnetar.broker.ownership.api import LookupResult, NamespaceService
+from magnetar.broker.ownership.local import LocalNamespaceService
 from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
 from magnetar.broker.service.admin import TopicAdmin
@@ -62,8 +65,12 @@ class BrokerService(TopicAdmin):
         clock: Clock,
         rng: Rng,
         extensions: Any = None,
+        namespace_service: Callable[[BrokerService], NamespaceService] | None = None,
     ) -> None:
-        """``extensions``: broker.plugins.BrokerExtensions (interceptors, auth plugins) or None."""
+        """``extensions``: broker.plugins.BrokerExtensions (interceptors, auth plugins) or None.
+        ``namespace_service``: builds the bundle-ownership service (the composition root chooses:
+        ``ClusterNamespaceService`` for ``magnetar broker``); None = the standalone's, which owns
+        every bundle."""
         self.config = config
         # None unless brokerInterceptors is set: each hook site tests this and calls nothing.
         self.interceptor: InterceptorChain | None = getattr(extensions, "interceptor", None)
@@ -95,6 +102,8 @@ class BrokerService(TopicAdmin):
         self._server: asyncio.Server | None = None
         self._tls_server: asyncio.Server | None = None
         self.broker_port_tls: int | None = None
+        self.web_port_tls: int | None = None
+        self.namespace_service: NamespaceService = (namespace_service or LocalNamespaceService)(self)
         self._started = False
         self._closed = False
         self._producer_name_prefix: str | None = None
@@ -123,6 +132,9 @@ class BrokerService(TopicAdmin):
     def set_web_service_port(self, port: int) -> None:
         self.web_port = port
 
+    def set_web_service_port_tls(self, port: int | None) -> None:
+        self.web_port_tls = port
+
     async def start(self) -> None:
         if self._started:
             return
@@ -141,6 +153,7 @@ class BrokerService(TopicAdmin):
         self.supervisor.spawn(self.replication.run_snapshots(), name="replicated-subscriptions")
         if self.config.broker_delete_inactive_topics_enabled:
             self.supervisor.spawn(self._unload_idle_topics(), name="idle-topics")
+        await self.namespace_service.start()  # registers the broker; bundles are taken on lookup
         self._started = True
 
     async def _unload_idle_topics(self) -> None:
@@ -208,6 +221,10 @@ class BrokerService(TopicAdmin):
         for server in (self._server, self._tls_server):
             if server is not None:
                 server.close()
+        try:  # in a cluster: leave the broker list and hand every bundle over first
+            await wait_for(self.clock, self.namespace_service.prepare_shutdown(), CLOSE_TIMEOUT_S * 3)
+        except Exception:
+            log.exception("handing the bundles over failed; they move when the session ends")
         for cnx in list(self.connections):
             try:
                 await wait_for(self.clock, cnx.close(), CLOSE_TIMEOUT_S)
@@ -218,6 +235,10 @@ class BrokerService(TopicAdmin):
             await wait_for(self.clock, self.topics.close_all(), CLOSE_TIMEOUT_S * 3)
         except Exception:
             log.exception("closing topics failed")
+        try:  # the topics are closed: now the bundles may go to other brokers
+            await wait_for(self.clock, self.namespace_service.aclose(), CLOSE_TIMEOUT_S)
+        except Exception:
+            log.exception("releasing bundle ownership failed")
         await self.supervisor.aclose()
         try:
             await self.authentication.aclose()
@@ -251,6 +272,11 @@ class BrokerService(TopicAdmin):
     def web_service_url(self) -> str:
         return f"http://{self.config.advertised_address}:{self.web_port}"
 
+    def web_service_url_tls(self) -> str | None:
+        if self.web_port_tls is None:
+            return None
+        return f"https://{self.config.advertised_address}:{self.web_port_tls}"
+
     def listener_names(self) -> set[str]:
         names = set()
         for item in self.config.advertised_listeners.split(","):
@@ -264,25 +290,19 @@ class BrokerService(TopicAdmin):
         if not await self.resources.namespaces.exists(namespace):
             raise errors.NamespaceNotFoundError("Namespace does not exist")
 
-    async def lookup(self, topic: str) -> dict:
+    async def lookup(self, topic: str, authoritative: bool = False) -> dict:
+        """Pulsar's LookupData of the topic's owner (this broker in a standalone)."""
+        return (await self.lookup_topic(topic, authoritative)).as_lookup_data()
+
+    async def lookup_topic(self, topic: str, authoritative: bool = False) -> LookupResult:
+        """Who serves ``topic``: Connect here, or Redirect to the bundle's owner (see
+        :mod:`magnetar.broker.ownership.cluster`); counted for /metrics."""
         t0 = self.clock.monotonic()
         try:
-            answer = await self._lookup(topic)
+            answer = await self.namespace_service.lookup(parse_topic(topic), authoritative)
         except Exception:
             self.counters["lookup_failures"] += 1
             raise
         self.counters["lookup_answers"] += 1
         self.counters["lookup_latency_ms"] += (self.clock.monotonic() - t0) * 1000
         return answer
-
-    async def _lookup(self, topic: str) -> dict:
-        ref = parse_topic(topic)
-        await self.require_namespace(ref.namespace)
-        url = self.broker_service_url()
-        return {
-            "brokerUrl": url,
-            "brokerUrlTls": self.broker_service_url_tls(),
-            "httpUrl": self.web_service_url(),
-            "httpUrlTls": None,
-            "nativeUrl": url,
-        }

@@ -107,10 +107,13 @@ class TopicRegistry:
         if not ref.persistent:
             from magnetar.broker.service.nonpersistent_topic import get_non_persistent_topic
 
+            if self._topics.get(ref.full_name) is None:
+                await self._svc.namespace_service.check_owned(ref)  # only the bundle's owner loads it
             return await get_non_persistent_topic(self, self._svc, ref, create)
         fut = self._topics.get(ref.full_name)
         if fut is None:
             await self._svc.require_namespace(ref.namespace)
+            await self._svc.namespace_service.check_owned(ref)  # only the bundle's owner loads it
             fut = self._topics.get(ref.full_name)  # re-check after the await
         if fut is None:
             if not await self._svc.ml_factory.exists(ref.managed_ledger_name):

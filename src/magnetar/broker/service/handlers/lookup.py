@@ -3,9 +3,11 @@
 
 Theory of operation: every producer/consumer starts with PARTITIONED_METADATA
 for the name the application gave, then one LOOKUP per partition (or for the
-topic).  One broker serves everything, so LOOKUP always answers ``Connect``
-to our advertised URL with ``authoritative=true`` once the namespace is known
-to exist.  The answers always carry ``response`` (cpp treats its absence as
+topic).  The namespace service decides (:mod:`magnetar.broker.ownership`):
+``Connect`` when this broker owns (or takes) the topic's bundle -- always in a
+standalone -- else ``Redirect`` to the owner's URLs (or to the broker chosen
+for an unowned bundle) with ``authoritative=true``, which the client copies
+into its next lookup.  The answers always carry ``response`` (cpp treats its absence as
 failure), and failures travel in the response's own error form, not as a
 CommandError the client would not route (see ``handlers.error_answer``).
 
@@ -37,14 +39,15 @@ async def handle_lookup(cnx: Connection, frame: Any) -> None:
     svc = cnx.service
     if listener and listener not in svc.listener_names():
         raise errors.ServiceNotReadyError(f"the broker do not have {listener} listener")
-    await svc.lookup(cmd.topic)  # validates the name and the namespace
+    authoritative = cmd.authoritative if cmd.HasField("authoritative") else False
+    answer = await svc.lookup_topic(cmd.topic, authoritative)  # validates the name and the namespace
     cnx.write(
         cmds.lookup_response(
             cmd.request_id,
-            LookupType.Connect,
-            broker_service_url=svc.broker_service_url(listener or None),
-            broker_service_url_tls=svc.broker_service_url_tls(),
-            authoritative=True,
+            LookupType.Redirect if answer.redirect else LookupType.Connect,
+            broker_service_url=answer.owner.native_url,
+            broker_service_url_tls=answer.owner.native_url_tls,
+            authoritative=answer.authoritative,
         )
     )
 

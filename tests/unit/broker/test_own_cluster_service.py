@@ -1,0 +1,213 @@
+"""The cluster namespace service over an in-memory metadata service shared by three brokers.
+
+Lookup answers (Connect / Redirect with authoritative, to the owner or the chosen broker),
+ownership checks before a topic loads, unload (topics closed, lock released, the next
+placement moves the bundle), loss of the session (topics closed, registered again), the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from magnetar.broker import errors
+from magnetar.broker.ownership.api import NotOwnedHere
+from magnetar.broker.ownership.bundles import even_boundaries, to_hex
+from magnetar.broker.ownership.cluster import ClusterNamespaceService
+from magnetar.broker.ownership.ownership import ownership_path
+from magnetar.broker.ownership.registry import BROKERS_PATH
+from magnetar.broker.service.names import parse_topic
+from magnetar.metadata.memory import MemoryMetadataServer
+from magnetar.runtime import RealClock, TaskSupervisor
+
+NS = "t/ns"
+
+
+class FakeTopics:
+    def __init__(self) -> None:
+        self.open: dict[str, object] = {}
+        self.unloaded: list[str] = []
+
+    def loaded(self) -> list[object]:
+        return [SimpleNamespace(ref=parse_topic(n)) for n in self.open]
+
+    async def unload(self, ref: object) -> bool:
+        self.unloaded.append(ref.full_name)
+        return self.open.pop(ref.full_name, None) is not None
+
+
+class FakeBroker:
+    def __init__(self, server: MemoryMetadataServer, name: str, bundles: int = 4) -> None:
+        self.name = name
+        self.clock = RealClock()
+        self.config = SimpleNamespace(default_number_of_namespace_bundles=bundles, advertised_address=name)
+        policies = {"bundles": {"boundaries": to_hex(even_boundaries(bundles)), "numBundles": bundles}}
+
+        async def get(ns: str) -> dict | None:
+            return policies if ns == NS else None
+
+        self.resources = SimpleNamespace(namespaces=SimpleNamespace(get=get))
+        self.metadata_store = server.session()
+        self.supervisor = TaskSupervisor(name)
+        self.topics = FakeTopics()
+        self.ns = ClusterNamespaceService(self)
+
+    def broker_service_url(self, listener: str | None = None) -> str:
+        return f"pulsar://{self.name}:6650"
+
+    def broker_service_url_tls(self) -> str | None:
+        return f"pulsar+ssl://{self.name}:6651"
+
+    def web_service_url(self) -> str:
+        return f"http://{self.name}:8080"
+
+    def web_service_url_tls(self) -> str | None:
+        return None
+
+
+@pytest.fixture
+async def brokers():
+    server = MemoryMetadataServer()
+    bs = [FakeBroker(server, f"b{i}") for i in range(3)]
+    for b in bs:
+        await b.ns.start()
+    yield bs
+    for b in bs:
+        await b.ns.aclose()
+        await b.supervisor.aclose()
+    await server.aclose()
+
+
+def by_url(bs: list[FakeBroker], url: str) -> FakeBroker:
+    return next(b for b in bs if b.web_service_url() == url)
+
+
+async def settle(bs: list[FakeBroker], topic: str) -> FakeBroker:
+    """Follows lookups from the first broker as a client does; returns the owner."""
+    ref = parse_topic(topic)
+    b, auth = bs[0], False
+    for _ in range(3):
+        answer = await b.ns.lookup(ref, auth)
+        if not answer.redirect:
+            return b
+        assert answer.authoritative
+        b, auth = by_url(bs, answer.owner.http_url), answer.authoritative
+    raise AssertionError("no owner after 3 hops")
+
+
+async def test_registration_with_every_listener_and_one_leader(brokers):
+    store = brokers[0].metadata_store
+    assert await store.children(BROKERS_PATH) == ["b0:8080", "b1:8080", "b2:8080"]
+    doc = json.loads((await store.get(f"{BROKERS_PATH}/b1:8080")).value)
+    assert (
+        doc["pulsarServiceUrl"] == "pulsar://b1:6650" and doc["pulsarServiceUrlTls"] == "pulsar+ssl://b1:6651"
+    )
+    assert doc["webServiceUrl"] == "http://b1:8080"
+    assert await brokers[2].ns.list_brokers() == ["b0:8080", "b1:8080", "b2:8080"]
+    leaders = {(await b.ns.leader())["brokerId"] for b in brokers}
+    assert leaders == {"b0:8080"}
+    await brokers[0].ns.aclose()
+    for _ in range(100):
+        if (await brokers[1].ns.leader() or {}).get("brokerId") in ("b1:8080", "b2:8080"):
+            break
+        await asyncio.sleep(0.01)
+    assert (await brokers[1].ns.leader())["brokerId"] in ("b1:8080", "b2:8080")
+    assert await brokers[1].ns.list_brokers() == ["b1:8080", "b2:8080"]
+
+
+async def test_lookup_connects_on_the_owner_and_redirects_elsewhere(brokers):
+    topics = [f"persistent://{NS}/t{i}" for i in range(16)]
+    owners = {t: await settle(brokers, t) for t in topics}
+    assert len({o.name for o in owners.values()}) >= 2  # the bundles spread
+    for t, owner in owners.items():
+        ref = parse_topic(t)
+        bundle = await owner.ns.bundle_of(ref)
+        assert [b.name for b in brokers if b.ns.ownership.is_owned(bundle)] == [owner.name]
+        for other in brokers:
+            answer = await other.ns.lookup(ref)
+            if other is owner:
+                assert not answer.redirect
+            else:
+                assert answer.redirect and answer.authoritative
+                assert answer.owner.native_url == owner.broker_service_url()
+                assert answer.owner.native_url_tls == owner.broker_service_url_tls()
+                with pytest.raises(errors.ServiceNotReadyError, match="not owned by this broker"):
+                    await other.ns.check_owned(ref)
+        await owner.ns.check_owned(ref)
+        lock = await owner.metadata_store.get(ownership_path(bundle))
+        assert json.loads(lock.value)["nativeUrl"] == owner.broker_service_url()
+
+
+async def test_unknown_namespace_is_not_found(brokers):
+    with pytest.raises(errors.NamespaceNotFoundError):
+        await brokers[0].ns.lookup(parse_topic("persistent://t/nope/x"))
+
+
+async def test_unload_closes_topics_releases_and_moves_the_bundle(brokers):
+    topic = f"persistent://{NS}/moving"
+    owner = await settle(brokers, topic)
+    owner.topics.open[topic] = object()
+    bundle = await owner.ns.bundle_of(parse_topic(topic))
+    other = next(b for b in brokers if b is not owner)
+    with pytest.raises(NotOwnedHere) as info:
+        await other.ns.unload_bundle(bundle)
+    assert info.value.owner.http_url == owner.web_service_url()
+    assert await owner.ns.unload_bundle(bundle) == 1
+    assert owner.topics.unloaded == [topic] and not owner.ns.ownership.is_owned(bundle)
+    assert await owner.metadata_store.get(ownership_path(bundle)) is None
+    for _ in range(5):  # whoever places it next avoids the broker that unloaded it
+        assert (await settle(brokers, topic)) is not owner
+        new = next(b for b in brokers if b.ns.ownership.is_owned(bundle))
+        await new.ns.unload_bundle(bundle, destination=owner.name + ":8080")
+        assert (await settle(brokers, topic)) is owner  # destinationBroker honoured
+        await owner.ns.unload_bundle(bundle)
+
+
+async def test_session_loss_closes_the_bundles_topics_and_registers_again(brokers):
+    topic = f"persistent://{NS}/lost"
+    owner = await settle(brokers, topic)
+    owner.topics.open[topic] = object()
+    bundle = await owner.ns.bundle_of(parse_topic(topic))
+    registrations = owner.ns.registry.registrations
+    store = owner.metadata_store
+    store._server.expire_session(store.session_id)
+    for _ in range(200):
+        if owner.topics.unloaded and owner.ns.registry.registrations > registrations:
+            break
+        await asyncio.sleep(0.01)
+    assert owner.topics.unloaded == [topic]
+    assert not owner.ns.ownership.is_owned(bundle)
+    assert owner.ns.registry.registrations > registrations  # same process, a new session
+    assert owner.name + ":8080" in await brokers[1].ns.list_brokers()
+    again = await settle(brokers, topic)
+    assert [b.name for b in brokers if b.ns.ownership.is_owned(bundle)] == [again.name]
+
+
+async def test_health_topic_of_the_broker_itself_needs_no_lock(brokers):
+    b = brokers[1]
+    ref = parse_topic("persistent://pulsar/system/healthcheck-b1-6650")
+    answer = await b.ns.lookup(ref)
+    assert not answer.redirect
+    await b.ns.check_owned(ref)
+
+
+async def test_graceful_shutdown_hands_every_bundle_over(brokers):
+    topics = [f"persistent://{NS}/g{i}" for i in range(12)]
+    owners = {t: await settle(brokers, t) for t in topics}
+    leaving = next(iter(owners.values()))
+    for t, o in owners.items():
+        if o is leaving:
+            leaving.topics.open[t] = object()
+    await leaving.ns.prepare_shutdown()
+    assert leaving.ns.ownership.owned() == []
+    assert sorted(leaving.topics.unloaded) == sorted(t for t, o in owners.items() if o is leaving)
+    assert leaving.name + ":8080" not in await brokers[0].ns.list_brokers()
+    for t in topics:
+        ref = parse_topic(t)
+        answer = await leaving.ns.lookup(ref)  # it never takes a bundle again: it redirects
+        assert answer.redirect and answer.owner.http_url != leaving.web_service_url()
+        with pytest.raises(errors.ServiceNotReadyError):
+            await leaving.ns.check_owned(ref)
