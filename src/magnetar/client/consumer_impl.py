@@ -239,6 +239,18 @@ class PartitionConsumer:
         if full:
             self.flush_acks()
 
+    async def acknowledge_in_txn(self, ids: list[MessageId], txnid: tuple[int, int], cumulative: bool) -> None:
+        for mid in ids:
+            self._redeliver.cancel(mid)
+        entries = [MessageId(m.ledger_id, m.entry_id) for m in ids]
+        kind = AckType.Cumulative if cumulative else AckType.Individual
+        await self._require_cnx().request(
+            T.ACK,
+            lambda rid: client_commands.ack(
+                self.consumer_id, kind, entries, txnid_most_bits=txnid[0], txnid_least_bits=txnid[1], request_id=rid
+            ),
+        )
+
     def acknowledge_cumulative(self, msg_id: MessageId) -> None:
         self._redeliver.cancel_up_to(msg_id)
         self._acks.add_cumulative(msg_id)

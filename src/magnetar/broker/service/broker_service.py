@@ -42,6 +42,8 @@ from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.rates import sample_topic
 from magnetar.broker.service.topic_list import TopicListWatchers
 from magnetar.broker.service.topics import TopicRegistry
+from magnetar.broker.transaction.config import TransactionConfig
+from magnetar.broker.transaction.service import TransactionService
 from magnetar.managed_ledger.api import ManagedLedgerFactory
 from magnetar.metadata.api import MetadataError, MetadataStore
 from magnetar.runtime import Clock, Rng, TaskSupervisor, wait_for
@@ -84,6 +86,11 @@ class BrokerService(TopicAdmin):
         self.topics = TopicRegistry(self)
         self.topic_list_watchers = TopicListWatchers(self)
         self.compaction = BrokerCompaction(self)
+        # Transactions (broker.transaction): None unless transactionCoordinatorEnabled=true.
+        txn_config = TransactionConfig.from_properties(config.as_properties())
+        self.transactions: TransactionService | None = (
+            TransactionService(self, txn_config) if txn_config.enabled else None
+        )
         self.connections: set[Connection] = set()
         # Cumulative counts for /metrics: connections_created/closed, lookup_answers/failures,
         # lookup_latency_ms (sum); one dict, plain integer adds.
@@ -135,6 +142,8 @@ class BrokerService(TopicAdmin):
             self._producer_name_prefix = await self._allocate_name_prefix()
         self.supervisor.spawn(self._sample_rates(), name="stats-sampler")
         self.compaction.start()
+        if self.transactions is not None:
+            await self.transactions.start()
         if self.config.broker_delete_inactive_topics_enabled:
             self.supervisor.spawn(self._unload_idle_topics(), name="idle-topics")
         self._started = True
@@ -209,6 +218,8 @@ class BrokerService(TopicAdmin):
             except Exception:
                 log.debug("closing connection failed", exc_info=True)
         await self.compaction.aclose()
+        if self.transactions is not None:
+            await self.transactions.aclose()
         try:
             await wait_for(self.clock, self.topics.close_all(), CLOSE_TIMEOUT_S * 3)
         except Exception:

@@ -31,6 +31,8 @@ from magnetar.protocol.enums import SubType
 
 if TYPE_CHECKING:
     from magnetar.broker.service.topic import PersistentTopic
+    from magnetar.broker.transaction.model import TxnID
+    from magnetar.broker.transaction.pending_ack import PendingAckHandle
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,9 @@ class Subscription:
         self.closed = False
         # Set by compacted_dispatch.enable_read_compacted: builds the read_compacted dispatcher.
         self.read_compacted_factory: Callable[[Subscription, int], Dispatcher] | None = None
+        # Acks held by open transactions (transaction.pending_ack), durable subscriptions of
+        # topics with a transaction buffer; set by the topic when it creates the subscription.
+        self.pending_ack: PendingAckHandle | None = None
 
     @property
     def consumers(self) -> list[Consumer]:
@@ -145,6 +150,20 @@ class Subscription:
             self.dispatcher.forget_up_to(upto)
             self.dispatcher.notify()
 
+    async def ack_in_txn(
+        self, consumer: Consumer, txnid: TxnID, acks: Sequence[tuple[Position, list[int] | None]], cumulative: bool
+    ) -> None:
+        """An ACK carrying a transaction id: held until the transaction ends (transaction.pending_ack)."""
+        if self.pending_ack is None:
+            raise errors.NotAllowedError("Transactional acks need a durable subscription with transactions enabled")
+        if cumulative and self.sub_type in (SubType.Shared, SubType.Key_Shared):
+            raise errors.NotAllowedError("Cumulative acks are not allowed on Shared and Key_Shared subscriptions")
+        if any(ack_set and any(ack_set) for _, ack_set in acks):
+            raise errors.NotAllowedError("Batch-index acks inside a transaction are not supported: ack whole entries")
+        held = await self.pending_ack.ack(txnid, [pos for pos, _ in acks], cumulative)
+        if held and not cumulative:
+            self._acked(consumer, held, self.topic.clock.time_ms())
+
     # ------------------------------------------------------------ redelivery
     def redeliver_unacknowledged(self, consumer: Consumer, positions: list[Position] | None) -> None:
         if self.dispatcher is None:
@@ -174,6 +193,11 @@ class Subscription:
         self.closed = True
         if self.dispatcher is not None:
             await self.dispatcher.close()
+        if self.pending_ack is not None:
+            try:
+                await self.pending_ack.close()
+            except Exception:
+                log.debug("closing the pending-ack log of %s failed", self.name, exc_info=True)
         try:
             await self.cursor.close()
         except Exception:

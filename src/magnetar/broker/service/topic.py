@@ -69,6 +69,8 @@ from magnetar.runtime import Clock, TaskSupervisor
 
 if TYPE_CHECKING:
     from magnetar.broker.service.consumer import Consumer
+    from magnetar.broker.transaction.buffer import TransactionBuffer
+    from magnetar.broker.transaction.model import TxnID
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +126,8 @@ class PersistentTopic:
         self._last_active_ms = self.created_ms
         self._last_entry: tuple[Position, int, bool] | None = None
         self.dedup: Any = None  # MessageDeduplication when enabled (set by the registry on load)
+        # transaction.buffer.TransactionBuffer when transactions are enabled (set by the registry on load)
+        self.txn_buffer: TransactionBuffer | None = None
         self._adds: set[asyncio.Task[Position]] = set()  # adds in flight (one per SEND)
         # Policies: the effective value (replaced whole by apply_policies) and the state the
         # admission checks and the policy enforcer keep per topic.
@@ -188,12 +192,18 @@ class PersistentTopic:
 
     # ------------------------------------------------------------ publish
     def add_entry(
-        self, producer: Producer, data: bytes, n_messages: int, is_batch: bool
+        self, producer: Producer, data: bytes, n_messages: int, is_batch: bool, txnid: TxnID | None = None
     ) -> asyncio.Future[Position]:
         if self.state is not TopicState.ACTIVE:
             fut: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
             fut.set_exception(errors.TopicFencedError(f"Topic {self.name} is closing"))
             return fut
+        if txnid is not None:  # a transactional SEND: stored now, visible on commit (transaction.buffer)
+            if self.txn_buffer is None:
+                fut = asyncio.get_running_loop().create_future()
+                fut.set_exception(errors.NotAllowedError("Transactions are not enabled on this broker"))
+                return fut
+            return self.txn_buffer.append(txnid, lambda: self._start_add(data, n_messages, is_batch))
         if self.dedup is not None:
             return self.dedup.add(
                 producer.producer_name, data, lambda: self._start_add(data, n_messages, is_batch)
@@ -249,11 +259,17 @@ class PersistentTopic:
             cursor = await self.ml.open_cursor(name, init)
         else:
             cursor = await self.ml.new_non_durable_cursor(self._reader_start(start, initial_position), name)
+        pending_ack = None
+        if durable and self.txn_buffer is not None:
+            pending_ack = await self.txn_buffer.load_pending_ack(name, cursor)
         sub = self.subscriptions.get(name)
         if sub is not None:  # created concurrently while we awaited
+            if pending_ack is not None:
+                await pending_ack.close()
             return sub
         self.check_active()
         sub = Subscription(self, name, cursor, durable)
+        sub.pending_ack = pending_ack
         self.subscriptions[name] = sub
         return sub
 
@@ -336,6 +352,11 @@ class PersistentTopic:
         self.subscriptions.clear()
         if self.dedup is not None and not delete:
             await self.dedup.close()
+        if self.txn_buffer is not None:
+            try:
+                await (self.txn_buffer.delete() if delete else self.txn_buffer.close())
+            except Exception:
+                log.warning("closing the transaction buffer of %s failed", self.name, exc_info=True)
         try:
             if delete:
                 await self.ml.delete()

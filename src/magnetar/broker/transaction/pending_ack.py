@@ -1,0 +1,197 @@
+"""PendingAckHandle: a subscription's acknowledgements made inside transactions.
+
+Theory of operation: an ACK carrying a transaction id does not touch the cursor.  The
+positions are *held* for the transaction (``held``: position -> transaction; a cumulative
+ack holds its position as ``cumulative``) and logged on the subscription's pending-ack log
+(a :class:`~magnetar.broker.transaction.log.RecordLog`, managed ledger
+``<topic>-<subscription>__transaction_pending_ack``, created on the first transactional ack).
+The held positions leave the consumers' unacknowledged sets (they are no longer
+redelivered) and dispatch skips them.
+
+* Conflicts (Pulsar's rules): a position held by another transaction, or already
+  acknowledged on the cursor, -> TransactionConflict; a second transaction's cumulative ack
+  while one is pending -> TransactionConflict.  The memory is claimed *before* the log
+  append, so two concurrent acks cannot both pass the check.
+* Commit (:meth:`end`): the held positions are acknowledged on the cursor (durable when the
+  call returns), then an ``end`` record is logged.  Abort: released, ``end`` logged, and the
+  messages are redelivered.  A crash between the two leaves the transaction held after
+  recovery; the coordinator, still COMMITTING/ABORTING, ends it again (idempotent).
+* Recovery replays ``ack``/``end`` records; the log is trimmed up to the first record of
+  the oldest transaction still held.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from magnetar.broker.transaction.errors import TransactionConflictError
+from magnetar.broker.transaction.log import RecordLog
+from magnetar.broker.transaction.model import TxnID
+from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerFactory, Position
+
+log = logging.getLogger(__name__)
+
+
+def pending_ack_log_name(topic_ml_name: str, subscription: str) -> str:
+    return f"{topic_ml_name}-{subscription}__transaction_pending_ack"
+
+
+class PendingAckHandle:
+    def __init__(self, factory: ManagedLedgerFactory, log_name: str, cursor: ManagedCursor) -> None:
+        self.factory = factory
+        self.log_name = log_name
+        self.cursor = cursor
+        self.log: RecordLog | None = None
+        self.held: dict[Position, TxnID] = {}
+        self.by_txn: dict[TxnID, list[Position]] = {}
+        self.cumulative: dict[TxnID, Position] = {}
+        self.first_record: dict[TxnID, Position] = {}
+        self.committed_count = 0
+        self.aborted_count = 0
+
+    # ------------------------------------------------------------ recovery
+    @classmethod
+    async def load(
+        cls, factory: ManagedLedgerFactory, topic_ml_name: str, subscription: str, cursor: ManagedCursor
+    ) -> PendingAckHandle:
+        name = pending_ack_log_name(topic_ml_name, subscription)
+        handle = cls(factory, name, cursor)
+        if await factory.exists(name):
+            handle.log, records = await RecordLog.open(factory, name)
+            for pos, rec in records:
+                handle._apply(pos, rec)
+        return handle
+
+    def _apply(self, pos: Position, rec: dict[str, Any]) -> None:
+        txnid = TxnID(*rec["txn"])
+        if rec["op"] == "ack":
+            self.first_record.setdefault(txnid, pos)
+            for lid, eid in rec["v"]:
+                p = Position(lid, eid)
+                if rec.get("cumulative"):
+                    self.cumulative[txnid] = p
+                else:
+                    self.held[p] = txnid
+                    self.by_txn.setdefault(txnid, []).append(p)
+        elif rec["op"] == "end":
+            self._release(txnid)
+
+    # ------------------------------------------------------------ acks
+    def holds(self, position: Position) -> bool:
+        return position in self.held
+
+    async def ack(self, txnid: TxnID, positions: Sequence[Position], cumulative: bool) -> list[Position]:
+        """Hold ``positions`` for ``txnid``; returns the ones newly held."""
+        new: list[Position] = []
+        md = self.cursor.mark_delete_position
+        if cumulative:
+            pos = positions[-1]
+            other = next((t for t in self.cumulative if t != txnid), None)
+            if other is not None:
+                raise TransactionConflictError(f"Cumulative ack by {txnid} conflicts with pending {other}")
+            if pos <= md:
+                raise TransactionConflictError(f"{pos} is already acknowledged (mark-delete {md})")
+            if txnid in self.cumulative and self.cumulative[txnid] >= pos:
+                return []
+            self.cumulative[txnid] = pos
+            new = [pos]
+        else:
+            for pos in positions:
+                owner = self.held.get(pos)
+                if owner == txnid:
+                    continue
+                if owner is not None:
+                    self._undo(txnid, new)
+                    raise TransactionConflictError(f"{pos} is held by transaction {owner}; {txnid} conflicts")
+                if pos <= md or self.cursor.is_acknowledged(pos):
+                    self._undo(txnid, new)
+                    raise TransactionConflictError(f"{pos} is already acknowledged; {txnid} conflicts")
+                self.held[pos] = txnid
+                self.by_txn.setdefault(txnid, []).append(pos)
+                new.append(pos)
+        if not new:
+            return []
+        try:
+            if self.log is None:
+                self.log, _ = await RecordLog.open(self.factory, self.log_name)
+            rec_pos = await self.log.append(
+                {
+                    "op": "ack",
+                    "txn": list(txnid),
+                    "cumulative": cumulative,
+                    "v": [[p.ledger_id, p.entry_id] for p in new],
+                }
+            )
+        except BaseException:
+            if cumulative:
+                self.cumulative.pop(txnid, None)
+            else:
+                self._undo(txnid, new)
+            raise
+        self.first_record.setdefault(txnid, rec_pos)
+        return new
+
+    def _undo(self, txnid: TxnID, positions: list[Position]) -> None:
+        for p in positions:
+            self.held.pop(p, None)
+            if p in self.by_txn.get(txnid, []):
+                self.by_txn[txnid].remove(p)
+
+    def _release(self, txnid: TxnID) -> tuple[list[Position], Position | None]:
+        positions = self.by_txn.pop(txnid, [])
+        for p in positions:
+            if self.held.get(p) == txnid:
+                del self.held[p]
+        self.first_record.pop(txnid, None)
+        return positions, self.cumulative.pop(txnid, None)
+
+    # ------------------------------------------------------------ end
+    async def end(self, txnid: TxnID, commit: bool) -> list[Position]:
+        """Commit (acks become effective) or abort (released); returns positions to redeliver."""
+        positions = list(self.by_txn.get(txnid, []))
+        cumulative = self.cumulative.get(txnid)
+        if not positions and cumulative is None:
+            return []
+        if commit:
+            if positions:
+                await self.cursor.delete(positions)
+            if cumulative is not None and cumulative > self.cursor.mark_delete_position:
+                await self.cursor.mark_delete(cumulative)
+        if self.log is not None:
+            await self.log.append({"op": "end", "txn": list(txnid), "commit": commit})
+        self._release(txnid)
+        if commit:
+            self.committed_count += 1
+        else:
+            self.aborted_count += 1
+        await self._trim()
+        return [] if commit else positions
+
+    async def _trim(self) -> None:
+        if self.log is None:
+            return
+        oldest = min(self.first_record.values(), default=None)
+        upto = self.log.last_position if oldest is None else Position(oldest.ledger_id, oldest.entry_id - 1)
+        try:
+            await self.log.trim_to(upto)
+        except Exception:
+            log.debug("trimming %s failed", self.log_name, exc_info=True)
+
+    async def close(self) -> None:
+        if self.log is not None:
+            await self.log.close()
+            self.log = None
+
+    def stats(self) -> dict[str, Any]:
+        """Pulsar's TransactionPendingAckStats (plus what is held)."""
+        return {
+            "state": "Ready",
+            "lowWaterMarks": {},
+            "ongoingTxnSize": len(set(self.by_txn) | set(self.cumulative)),
+            "pendingAckPositions": len(self.held),
+            "committedTxnCount": self.committed_count,
+            "abortedTxnCount": self.aborted_count,
+            "managedLedgerName": self.log_name if self.log is not None else None,
+        }
