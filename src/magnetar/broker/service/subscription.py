@@ -26,7 +26,7 @@ from magnetar.broker.service.dispatch_rate import DispatchWindow
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.broker.service.dispatcher_multi import MultiConsumerDispatcher
 from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
-from magnetar.managed_ledger.api import ManagedCursor, Position
+from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerError, Position
 from magnetar.protocol.enums import SubType
 
 if TYPE_CHECKING:
@@ -160,7 +160,10 @@ class Subscription:
             raise errors.NotAllowedError("Cumulative acks are not allowed on Shared and Key_Shared subscriptions")
         if any(ack_set and any(ack_set) for _, ack_set in acks):
             raise errors.NotAllowedError("Batch-index acks inside a transaction are not supported: ack whole entries")
-        held = await self.pending_ack.ack(txnid, [pos for pos, _ in acks], cumulative)
+        try:
+            held = await self.pending_ack.ack(txnid, [pos for pos, _ in acks], cumulative)
+        except ManagedLedgerError as exc:  # the pending-ack log could not take it
+            raise errors.translate(exc) from exc
         if held and not cumulative:
             self._acked(consumer, held, self.topic.clock.time_ms())
 

@@ -263,10 +263,8 @@ class PersistentTopic:
         if durable and self.txn_buffer is not None:
             pending_ack = await self.txn_buffer.load_pending_ack(name, cursor)
         sub = self.subscriptions.get(name)
-        if sub is not None:  # created concurrently while we awaited
-            if pending_ack is not None:
-                await pending_ack.close()
-            return sub
+        if sub is not None:  # created concurrently while we awaited (its pending-ack log is the same
+            return sub  # managed ledger, shared through the factory: the winner owns it)
         self.check_active()
         sub = Subscription(self, name, cursor, durable)
         sub.pending_ack = pending_ack
