@@ -32,6 +32,7 @@ from magnetar.web import (
     topic_admin,
     topic_policies,
     topics,
+    transactions,
     websocket,
 )
 from magnetar.web import console as web_console
@@ -51,6 +52,7 @@ ROUTERS = (
     metrics.router,
     compaction.router,
     offload.router,
+    transactions.router,  # /admin/v3/transactions (transactions)
     topics.router,
     topic_policies.router,
     topic_admin.router,

@@ -155,3 +155,77 @@ async def end_on_subscription(sub: Subscription, txnid: TxnID, commit: bool) -> 
         sub.dispatcher.redeliver(redeliver)  # abort: the messages are available again
     elif sub.dispatcher is not None:
         sub.dispatcher.notify()
+
+
+class TransactionAdmin:
+    """What ``/admin/v3/transactions`` reads (web/transactions.py): Pulsar's stats shapes."""
+
+    def __init__(self, service: TransactionService) -> None:
+        self.txns = service
+
+    async def coordinator_stats(self, tc_id: int | None = None) -> dict:
+        if tc_id is not None:
+            return (await self.txns.coordinator(tc_id)).stats()
+        return {str(tc.tc_id): tc.stats() for tc in self.txns.loaded_coordinators()}
+
+    async def transaction_metadata(self, txnid: TxnID) -> dict:
+        tc = await self.txns.coordinator(txnid.most)
+        return tc.get(txnid).to_json(self.txns.svc.clock.time_ms())
+
+    async def slow_transactions(self, older_than_ms: int, tc_id: int | None = None) -> dict:
+        now = self.txns.svc.clock.time_ms()
+        tcs = [await self.txns.coordinator(tc_id)] if tc_id is not None else self.txns.loaded_coordinators()
+        return {
+            str(m.txnid): m.to_json(now)
+            for tc in tcs
+            for m in tc.txns.values()
+            if now - m.opened_ms >= older_than_ms
+        }
+
+    async def _loaded_topic(self, topic: str) -> PersistentTopic:
+        t = await self.txns._topic(topic)
+        if t is None:
+            raise errors.TopicNotFoundError(f"Topic {topic} not found")
+        if t.txn_buffer is None:
+            raise errors.NotAllowedError(f"Topic {topic} has no transaction buffer")
+        return t
+
+    async def buffer_stats(self, topic: str) -> dict:
+        return (await self._loaded_topic(topic)).txn_buffer.stats()  # type: ignore[union-attr]
+
+    async def transaction_in_buffer(self, topic: str, txnid: TxnID) -> dict:
+        buf = (await self._loaded_topic(topic)).txn_buffer
+        assert buf is not None
+        start = buf.ongoing.get(txnid)
+        return {
+            "startPosition": f"{start.ledger_id}:{start.entry_id}" if start is not None else None,
+            "aborted": txnid in buf.aborted,
+        }
+
+    async def _pending_ack(self, topic: str, subscription: str):  # type: ignore[no-untyped-def]
+        t = await self._loaded_topic(topic)
+        sub = t.subscriptions.get(subscription)
+        if sub is None:
+            if subscription not in t.ml.cursors:
+                raise errors.SubscriptionNotFoundError(f"Subscription {subscription} not found")
+            sub = await t.get_or_create_subscription(subscription, 0, True, None)
+        if sub.pending_ack is None:
+            raise errors.NotAllowedError(f"Subscription {subscription} has no pending-ack handle")
+        return sub.pending_ack
+
+    async def pending_ack_stats(self, topic: str, subscription: str) -> dict:
+        return (await self._pending_ack(topic, subscription)).stats()
+
+    async def transaction_in_pending_ack(self, topic: str, subscription: str, txnid: TxnID) -> dict:
+        pending = await self._pending_ack(topic, subscription)
+        cumulative = pending.cumulative.get(txnid)
+        return {
+            "cumulativeAckPosition": f"{cumulative.ledger_id}:{cumulative.entry_id}" if cumulative else None,
+            "individuallyAckedPositions": [
+                f"{p.ledger_id}:{p.entry_id}" for p in pending.by_txn.get(txnid, [])
+            ],
+        }
+
+    async def abort(self, txnid: TxnID) -> None:
+        tc = await self.txns.coordinator(txnid.most)
+        await tc.end(txnid, commit=False)

@@ -45,6 +45,7 @@ from magnetar.cli.admin import (
     tenants,
     topic_policies,
     topics,
+    transactions,
 )
 from magnetar.cli.admin.common import OUTPUT_FORMATS, CliUsageError, Ctx, LazyGroups
 from magnetar.common.errors import InvalidArgument
@@ -85,6 +86,7 @@ GROUPS = (
     ),
     ("bookies", "registered bookies and their rack placement", brokers.register_bookies, ()),
     ("schemas", "the schema registry: schemas of topics", schemas.register, ()),
+    ("transactions", "transaction coordinators, buffers and pending acks", transactions.register, ()),
     (
         "functions",
         "Pulsar Functions: create, status, stats, state",
