@@ -32,6 +32,8 @@ from magnetar.client import Client
 from magnetar.client.errors import Timeout
 
 TXN_TIMEOUT_S = 3.0
+# After many kill -9 the bookie replays a long journal on start (15-30 s on a busy machine).
+RESTART_TIMEOUT_S = 120.0
 
 
 async def _preload(url: str, topic: str, out_topic: str, n: int) -> list[bytes]:
@@ -127,7 +129,7 @@ async def _run(tmp_path, n_inputs: int, kills: int, seed: int) -> None:
             await asyncio.sleep(rng.uniform(0.2, 1.5))
             await asyncio.to_thread(proc.kill)
             await asyncio.sleep(rng.uniform(0, 0.5))
-            await asyncio.to_thread(proc.restart)
+            await asyncio.to_thread(proc.restart, timeout_s=RESTART_TIMEOUT_S)
         got = await _collect(proc.broker_url, out_topic, n_inputs, deadline_s=90 + 10 * kills)
         stop.set()
         await asyncio.wait_for(worker, 30)
