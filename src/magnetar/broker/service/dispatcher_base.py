@@ -248,7 +248,7 @@ class Dispatcher:
             chosen = set(positions)
             self._redeliver = [p for p in self._redeliver if p not in chosen]
         entries = await self.subscription.cursor.replay_entries(positions)
-        txn = self.subscription.topic.txn_buffer
+        txn = getattr(self.subscription.topic, "txn_buffer", None)  # None: transactions off (or a test double)
         if txn is not None:  # markers, aborted and transaction-held entries never go out
             entries, _ = await txn.filter_entries(self.subscription, entries, replay=True)
         return entries
@@ -260,7 +260,7 @@ class Dispatcher:
         )
         if not entries:
             return None
-        txn = self.subscription.topic.txn_buffer
+        txn = getattr(self.subscription.topic, "txn_buffer", None)  # None: transactions off (or a test double)
         if txn is not None:  # stop at the max-read position; drop markers, aborted, held (transaction.buffer)
             entries, blocked = await txn.filter_entries(self.subscription, entries)
             if blocked and not entries:
