@@ -33,6 +33,7 @@ from typing import Any
 from magnetar.client.consumer_impl import ConsumerConf, PartitionConsumer
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, NotSupported, Timeout
 from magnetar.client.message import Message
+from magnetar.client.transaction import check_transaction
 from magnetar.protocol.enums import SubType
 from magnetar.protocol.message_id import MessageId
 
@@ -263,6 +264,7 @@ class Consumer:
         """A transactional ack (client.transaction): the partition's subscription is added to
         the transaction, then the ACK (whole entries) waits for the broker's answer --
         TransactionConflict when another transaction holds the message."""
+        check_transaction(txn)
         child, mid, chunks = self._child_of(message)
         await txn.register_acked_topic(child.topic, self._subscription)
         await child.acknowledge_in_txn(list(chunks) or [mid], txn.txn_id, cumulative)

@@ -37,6 +37,7 @@ from magnetar.client.errors import AlreadyClosed, InvalidConfiguration
 from magnetar.client.hashing import boost_hash, java_string_hash, murmur3_hash
 from magnetar.client.producer_impl import PartitionProducer
 from magnetar.client.schema import BytesSchema, Schema
+from magnetar.client.transaction import check_transaction
 from magnetar.client.types import HashingScheme, PartitionsRoutingMode
 from magnetar.protocol.message_id import MessageId
 
@@ -172,6 +173,7 @@ class Producer:
         )
         child = self._partitions[self.choose_partition(partition_key, okey)]
         if txn is not None:  # client.transaction: register the partition, then send with the id
+            check_transaction(txn)
             await txn.register_produced_topic(child.topic)
             msg.txnid = txn.txn_id
             txn.track_send(fut)

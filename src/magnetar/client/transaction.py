@@ -221,6 +221,13 @@ class Transaction:
         self.state = TransactionState.ABORTED
 
 
+def check_transaction(txn: Any) -> None:
+    if not isinstance(txn, Transaction):
+        raise InvalidConfiguration(
+            f"txn must be a Transaction (from client.transaction(...)), not {type(txn).__name__}"
+        )
+
+
 class TransactionContext:
     """``client.transaction(timeout=...)``: ``async with`` it (commit on exit, abort on error)
     or ``await`` it for a :class:`Transaction` to end by hand."""
