@@ -141,3 +141,42 @@ async def test_conflicting_acks_and_abort_makes_messages_available(client, topic
     with pytest.raises(TransactionConflict):
         await consumer.acknowledge(again.message_id(), txn=t4)
     await t4.abort()
+
+
+async def test_reader_last_message_id_skips_markers_and_open_transactions(client, topic, txn_broker):
+    producer = await client.create_producer(topic, batching_enabled=False)
+    await producer.send(b"m1")
+    async with client.transaction(timeout=30) as txn:
+        await producer.send(b"c1", txn=txn)
+    aborted = await client.transaction(timeout=30)
+    await producer.send(b"a1", txn=aborted)
+    await aborted.abort()  # the topic now ends with: c1, commit marker, a1, abort marker
+    reader = await client.create_reader(topic, "earliest")
+    got = []
+    while await reader.has_message_available():
+        got.append((await reader.read_next(2000)).data())
+    assert got == [b"m1", b"c1"]
+    open_txn = await client.transaction(timeout=30)
+    await producer.send(b"u1", txn=open_txn)
+    await producer.send(b"p2")
+    assert not await reader.has_message_available()  # behind the open transaction
+    await open_txn.commit()
+    assert await reader.has_message_available()
+    assert (await reader.read_next(2000)).data() == b"u1"
+    assert (await reader.read_next(2000)).data() == b"p2"
+    # the official client's reader agrees
+    pulsar = pytest.importorskip("pulsar")
+    official = pulsar.Client(txn_broker.broker_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    try:
+
+        def read_all() -> list[bytes]:
+            r = official.create_reader(topic, pulsar.MessageId.earliest)
+            out = []
+            while r.has_message_available():
+                out.append(r.read_next(2000).data())
+            r.close()
+            return out
+
+        assert await asyncio.to_thread(read_all) == [b"m1", b"c1", b"u1", b"p2"]
+    finally:
+        await asyncio.to_thread(official.close)

@@ -299,11 +299,15 @@ class PersistentTopic:
         await sub.close()
         if sub.durable:
             await self.ml.delete_cursor(sub.name)
+        if sub.pending_ack is not None:
+            await sub.pending_ack.delete()
 
     # ------------------------------------------------------------ last message id
     async def last_message_id(self) -> tuple[Position, int]:
         """(last position, batch index) -- batch index num_messages-1 for a batch entry, else -1."""
         pos = self.ml.last_confirmed_entry
+        if self.txn_buffer is not None:  # not past an open transaction, not on a marker
+            pos = await self.txn_buffer.last_dispatchable(pos)
         if pos.entry_id < 0:
             # Just rolled over to an empty ledger: the last stored entry is in an earlier one
             # (clients read "(L, -1)" as "nothing there": has_message_available would be False).
@@ -347,6 +351,11 @@ class PersistentTopic:
                 c.cnx.broker_closed_consumer(c)
         for sub in list(self.subscriptions.values()):
             await sub.close()
+            if delete and sub.pending_ack is not None:
+                try:
+                    await sub.pending_ack.delete()
+                except ManagedLedgerError:
+                    log.warning("deleting the pending-ack log of %s/%s failed", self.name, sub.name, exc_info=True)
         self.subscriptions.clear()
         if self.dedup is not None and not delete:
             await self.dedup.close()

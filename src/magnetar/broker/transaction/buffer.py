@@ -54,7 +54,8 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_ROOT = "/transactions/buffer-snapshots"
 SCAN_BATCH = 200
-ENDED_REMEMBERED = 10_000  # recently ended ids: a late SEND for one is refused
+ENDED_REMEMBERED = 10_000
+LAST_ID_WALK_MAX = 100  # recently ended ids: a late SEND for one is refused
 
 
 def snapshot_path(ml_name: str) -> str:
@@ -220,6 +221,25 @@ class TransactionBuffer:
         if first is None:
             return self.topic.ml.last_confirmed_entry
         return Position(first.ledger_id, first.entry_id - 1)
+
+    async def last_dispatchable(self, pos: Position) -> Position:
+        """GET_LAST_MESSAGE_ID's position: not past the max-read position, and stepping back over
+        markers and aborted entries (at most ``LAST_ID_WALK_MAX`` of them), so a reader's
+        has_message_available does not wait for an entry that is never delivered."""
+        pos = min(pos, self.max_read_position())
+        ml = self.topic.ml
+        for _ in range(LAST_ID_WALK_MAX):
+            if pos.entry_id < 0:
+                earlier = [i for i in ml.ledgers() if i.ledger_id < pos.ledger_id and i.entries > 0]
+                if not earlier:
+                    return pos
+                pos = Position(earlier[-1].ledger_id, earlier[-1].entries - 1)
+            meta = peek_metadata((await ml.read_entry(pos)).data)
+            txn = txn_of(meta)
+            if not meta.HasField("marker_type") and (txn is None or TxnID(*txn) not in self.aborted):
+                return pos
+            pos = Position(pos.ledger_id, pos.entry_id - 1)
+        return pos
 
     async def filter_entries(
         self, sub: Subscription, entries: list[Entry], *, replay: bool = False

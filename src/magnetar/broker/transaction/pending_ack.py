@@ -184,6 +184,12 @@ class PendingAckHandle:
             await self.log.close()
             self.log = None
 
+    async def delete(self) -> None:
+        """The subscription is gone: its pending-ack log goes too (as Pulsar deletes it)."""
+        await self.close()
+        if await self.factory.exists(self.log_name):
+            await self.factory.delete(self.log_name)
+
     def stats(self) -> dict[str, Any]:
         """Pulsar's TransactionPendingAckStats (plus what is held)."""
         return {
