@@ -8,6 +8,7 @@ driven by ``magnetar.client``; the official ``pulsar-client`` is one of the cons
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -180,3 +181,32 @@ async def test_reader_last_message_id_skips_markers_and_open_transactions(client
         assert await asyncio.to_thread(read_all) == [b"m1", b"c1", b"u1", b"p2"]
     finally:
         await asyncio.to_thread(official.close)
+
+
+async def test_partitioned_topic_commits_all_partitions_atomically(client, topic, txn_broker):
+    import urllib.request
+
+    path = topic.replace("persistent://", "")
+    req = urllib.request.Request(
+        f"{txn_broker.web_url}/admin/v2/persistent/{path}/partitions",
+        data=b"3",
+        method="PUT",
+        headers={"Content-Type": "application/json"},
+    )
+    await asyncio.to_thread(urllib.request.urlopen, req, None, 10)
+    producer = await client.create_producer(
+        topic, batching_enabled=False, message_routing_mode="RoundRobinDistribution"
+    )
+    consumer = await client.subscribe(topic, "parts", initial_position="earliest")
+    txn = await client.transaction(timeout=30)
+    for i in range(9):
+        await producer.send(f"k{i}".encode(), txn=txn)
+    assert await _drain(consumer) == []
+    most, least = txn.txn_id
+    url = f"{txn_broker.web_url}/admin/v3/transactions/transactionMetadata/{most}/{least}"
+    with await asyncio.to_thread(urllib.request.urlopen, url, None, 10) as resp:
+        produced = json.loads(resp.read())["producedPartitions"]
+    assert len(produced) > 1, produced  # the transaction spans several partitions
+    await txn.commit()
+    got = await _drain(consumer, 2000)
+    assert sorted(got) == sorted(f"k{i}".encode() for i in range(9))
