@@ -83,6 +83,9 @@ class TransactionBuffer:
         self._last_snapshot_ms = 0
         self.committed_count = 0
         self.aborted_count = 0
+        # False until the topic holds anything transactional (an entry, a marker, a snapshot):
+        # until then dispatch skips the per-entry metadata check entirely.
+        self.transactional = False
         self.recovered_from: Position | None = None
         self.scanned_on_recovery = 0
 
@@ -106,6 +109,7 @@ class TransactionBuffer:
         scan_from = Position(first_ledger, 0)
         got = await self.store.get(snapshot_path(ml.name))
         if got is not None:
+            self.transactional = True  # a snapshot exists: markers may lie ahead of a cursor
             try:
                 snap = json.loads(got.value)
                 start = Position(*snap["scan_from"])
@@ -139,6 +143,7 @@ class TransactionBuffer:
         if txn is None:
             return
         txnid = TxnID(*txn)
+        self.transactional = True
         kind = marker_type(meta)
         if kind in TXN_MARKER_TYPES:
             self.ongoing.pop(txnid, None)
@@ -161,6 +166,7 @@ class TransactionBuffer:
             fut: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
             fut.set_exception(InvalidTxnStatusError(f"Transaction {txnid} has already ended"))
             return fut
+        self.transactional = True
         if txnid not in self.ongoing:
             self.ongoing[txnid] = self.topic.ml.last_confirmed_entry.next()  # lower bound
         add = start_add()
@@ -193,6 +199,7 @@ class TransactionBuffer:
         adds = list(self._adds.get(txnid, ()))
         if adds:
             await asyncio.gather(*adds, return_exceptions=True)
+        self.transactional = True
         marker = txn_marker(commit, txnid.most, txnid.least, 0, self.topic.clock.time_ms())
         pos = await self.topic.ml.add_entry(marker, num_messages=1)
         self.ongoing.pop(txnid, None)
@@ -245,11 +252,13 @@ class TransactionBuffer:
         self, sub: Subscription, entries: list[Entry], *, replay: bool = False
     ) -> tuple[list[Entry], bool]:
         """(entries to deliver, blocked at the max-read position)."""
+        held = sub.pending_ack
+        if not self.transactional and (held is None or not held.held):
+            return entries, False  # nothing transactional here: no per-entry check
         limit = None if replay else self.first_ongoing()
         out: list[Entry] = []
         ack: list[Position] = []
         blocked = False
-        held = sub.pending_ack
         for entry in entries:
             pos = entry.position
             if limit is not None and pos >= limit:

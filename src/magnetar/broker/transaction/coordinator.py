@@ -44,6 +44,8 @@ from magnetar.runtime import Clock, TaskSupervisor, wait_for
 
 log = logging.getLogger(__name__)
 
+TRIM_EVERY_RECORDS = 64
+
 END_RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1.0, 2.0)
 END_WAIT_S = 20.0  # how long END_TXN waits for the participants before answering an error
 
@@ -116,6 +118,7 @@ class TransactionCoordinator:
         self.closed = False
         self.counters = {"created": 0, "committed": 0, "aborted": 0, "timedOut": 0, "appended": 0}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._trimmed_at = 0  # log.appended at the last trim
 
     # ------------------------------------------------------------ recovery
     @classmethod
@@ -275,6 +278,11 @@ class TransactionCoordinator:
         await self._trim()
 
     async def _trim(self) -> None:
+        """Trim the log now and then (every ``TRIM_EVERY_RECORDS`` appends): each trim is a
+        durable cursor write, too dear for every end."""
+        if self.log is None or self.log.appended - self._trimmed_at < TRIM_EVERY_RECORDS:
+            return
+        self._trimmed_at = self.log.appended
         oldest = min((m.first_record for m in self.txns.values()), default=None)
         upto = self.log.last_position if oldest is None else Position(oldest.ledger_id, oldest.entry_id - 1)
         try:

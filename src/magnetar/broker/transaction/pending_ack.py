@@ -33,6 +33,8 @@ from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerFactory, Pos
 
 log = logging.getLogger(__name__)
 
+TRIM_EVERY_RECORDS = 64
+
 
 def pending_ack_log_name(topic_ml_name: str, subscription: str) -> str:
     return f"{topic_ml_name}-{subscription}__transaction_pending_ack"
@@ -50,6 +52,7 @@ class PendingAckHandle:
         self.first_record: dict[TxnID, Position] = {}
         self.committed_count = 0
         self.aborted_count = 0
+        self._trimmed_at = 0  # log.appended at the last trim
 
     # ------------------------------------------------------------ recovery
     @classmethod
@@ -170,6 +173,11 @@ class PendingAckHandle:
         return [] if commit else positions
 
     async def _trim(self) -> None:
+        """Trim the log now and then (every ``TRIM_EVERY_RECORDS`` appends): each trim is a
+        durable cursor write, too dear for every end."""
+        if self.log is None or self.log.appended - self._trimmed_at < TRIM_EVERY_RECORDS:
+            return
+        self._trimmed_at = self.log.appended
         if self.log is None:
             return
         oldest = min(self.first_record.values(), default=None)
