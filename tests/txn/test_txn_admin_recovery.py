@@ -85,6 +85,13 @@ async def test_admin_rest_and_cli(client, topic, txn_broker):
     held = _get(web, f"transactionInPendingAckStats/{path}/adm/{most}/{least}")
     assert held["individuallyAckedPositions"] == [f"{msg.message_id().ledger_id}:{msg.message_id().entry_id}"]
 
+    # /metrics in Pulsar's names
+    with urllib.request.urlopen(f"{web}/metrics", timeout=10) as resp:
+        metrics = resp.read().decode()
+    assert f'pulsar_txn_active_count{{cluster="standalone",coordinator_id="{most}"}}' in metrics
+    assert "pulsar_txn_created_total{" in metrics and "pulsar_txn_execution_latency_le_10{" in metrics
+    assert f'pulsar_txn_tb_active_total{{cluster="standalone",namespace="public/default",topic="{topic}"}} 1.0' in metrics
+
     # the same through the CLI, then abort it there
     cli_meta = json.loads(
         await asyncio.to_thread(_cli, web, "transaction-metadata", "-m", str(most), "-l", str(least))

@@ -47,6 +47,22 @@ log = logging.getLogger(__name__)
 TRIM_EVERY_RECORDS = 64
 
 END_RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1.0, 2.0)
+# pulsar_txn_execution_latency_le_* bucket bounds (ms, open to final state); each bucket counts its own range
+EXECUTION_LATENCY_BUCKETS_MS = (
+    10,
+    20,
+    50,
+    100,
+    500,
+    1000,
+    5000,
+    15000,
+    30000,
+    60000,
+    300000,
+    1500000,
+    3000000,
+)
 END_WAIT_S = 20.0  # how long END_TXN waits for the participants before answering an error
 
 
@@ -116,7 +132,8 @@ class TransactionCoordinator:
         self.txns: dict[TxnID, TxnMeta] = {}
         self.seq = -1
         self.closed = False
-        self.counters = {"created": 0, "committed": 0, "aborted": 0, "timedOut": 0, "appended": 0}
+        self.counters = {"created": 0, "committed": 0, "aborted": 0, "timedOut": 0}
+        self.execution_latency = [0] * (len(EXECUTION_LATENCY_BUCKETS_MS) + 1)  # the last: overflow
         self._tasks: set[asyncio.Task[Any]] = set()
         self._trimmed_at = 0  # log.appended at the last trim
 
@@ -271,6 +288,7 @@ class TransactionCoordinator:
         final = TxnState.COMMITTED if commit else TxnState.ABORTED
         await self._set_state(meta, final)
         self.counters["committed" if commit else "aborted"] += 1
+        self._count_latency(self.clock.time_ms() - meta.opened_ms)
         self.txns.pop(meta.txnid, None)
         assert meta.ended is not None
         if not meta.ended.done():
@@ -289,6 +307,13 @@ class TransactionCoordinator:
             await self.log.trim_to(upto, {"seq": self.seq})
         except Exception:
             log.debug("trimming the transaction log %d failed", self.tc_id, exc_info=True)
+
+    def _count_latency(self, ms: int) -> None:
+        i = next(
+            (i for i, b in enumerate(EXECUTION_LATENCY_BUCKETS_MS) if ms <= b),
+            len(EXECUTION_LATENCY_BUCKETS_MS),
+        )
+        self.execution_latency[i] += 1
 
     # ------------------------------------------------------------ timeouts
     async def _timeout_loop(self) -> None:
