@@ -25,6 +25,11 @@ def _get(web: str, path: str) -> dict:
         return json.loads(resp.read())
 
 
+def _text(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return resp.read().decode()
+
+
 def _cli(web: str, *args: str) -> str:
     out = subprocess.run(
         [
@@ -86,11 +91,13 @@ async def test_admin_rest_and_cli(client, topic, txn_broker):
     assert held["individuallyAckedPositions"] == [f"{msg.message_id().ledger_id}:{msg.message_id().entry_id}"]
 
     # /metrics in Pulsar's names
-    with urllib.request.urlopen(f"{web}/metrics", timeout=10) as resp:
-        metrics = resp.read().decode()
+    metrics = await asyncio.to_thread(_text, f"{web}/metrics")
     assert f'pulsar_txn_active_count{{cluster="standalone",coordinator_id="{most}"}}' in metrics
     assert "pulsar_txn_created_total{" in metrics and "pulsar_txn_execution_latency_le_10{" in metrics
-    assert f'pulsar_txn_tb_active_total{{cluster="standalone",namespace="public/default",topic="{topic}"}} 1.0' in metrics
+    assert (
+        f'pulsar_txn_tb_active_total{{cluster="standalone",namespace="public/default",topic="{topic}"}} 1.0'
+        in metrics
+    )
 
     # the same through the CLI, then abort it there
     cli_meta = json.loads(
