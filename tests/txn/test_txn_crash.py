@@ -47,6 +47,7 @@ async def _preload(url: str, topic: str, out_topic: str, n: int) -> list[bytes]:
         await (await client.subscribe(topic, "xform", initial_position="earliest")).close()
         # and the output's reader, so the output is retained (no subscription = no retention)
         await (await client.subscribe(out_topic, "verify", initial_position="earliest")).close()
+        await (await client.subscribe(out_topic, "verify-official", initial_position="earliest")).close()
         return inputs
     finally:
         await client.close()
@@ -113,6 +114,32 @@ def _sub_stats(web_url: str, topic: str, sub: str) -> dict:
         return json.loads(resp.read())["subscriptions"][sub]
 
 
+def _txn_admin(web_url: str, path: str) -> dict:
+    with urllib.request.urlopen(f"{web_url}/admin/v3/transactions/{path}", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def _official_read(url: str, topic: str, expected: int) -> list[bytes]:
+    pulsar = pytest.importorskip("pulsar")
+    client = pulsar.Client(
+        url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
+    )
+    try:
+        consumer = client.subscribe(
+            topic, "verify-official", initial_position=pulsar.InitialPosition.Earliest
+        )
+        got: list[bytes] = []
+        while True:
+            try:
+                msg = consumer.receive(3000 if len(got) < expected else 1000)
+            except pulsar.Timeout:
+                return got
+            got.append(msg.data())
+            consumer.acknowledge(msg)
+    finally:
+        client.close()
+
+
 async def _run(tmp_path, n_inputs: int, kills: int, seed: int) -> None:
     rng = random.Random(seed)
     proc = txn_standalone(tmp_path)
@@ -145,6 +172,11 @@ async def _run(tmp_path, n_inputs: int, kills: int, seed: int) -> None:
         assert sorted(got) == expected
         sub = _sub_stats(proc.web_url, in_topic, "xform")
         assert sub["msgBacklog"] == 0, sub
+        held = _txn_admin(proc.web_url, f"pendingAckStats/{in_topic[len('persistent://') :]}/xform")
+        assert held["pendingAckPositions"] == 0, held  # no ack left hanging in a transaction
+        # the official client reads the same output: every input once, nothing aborted
+        official = await asyncio.to_thread(_official_read, proc.broker_url, out_topic, n_inputs)
+        assert sorted(official) == expected
     except BaseException:
         print(proc.log_tail(60))
         raise
