@@ -56,10 +56,7 @@ class TransactionService:
             try:
                 await parts.create(*TC_ASSIGN, self.config.coordinator_count)
             except errors.AlreadyExistsError:
-                pass
-            except Exception as exc:  # AlreadyExists from the resources layer has its own class
-                if "exist" not in str(exc).lower():
-                    raise
+                pass  # another broker created it meanwhile
         for tc_id in range(await self.coordinator_count()):
             await self.coordinator(tc_id)
 

@@ -2,7 +2,7 @@
 
 Theory of operation: one argparse subtree mirroring ``pulsar-admin`` (groups
 ``clusters``, ``tenants``, ``namespaces``, ``topics``, ``topicPolicies`` /
-``topic-policies``, ``brokers``, ``broker-stats``, ``bookies``, ``schemas``)
+``topic-policies``, ``brokers``, ``broker-stats``, ``bookies``, ``schemas``, ``transactions``)
 with its subcommand and flag names; each group lives in its own module and
 registers leaf commands whose ``admin_func`` does one or a few calls through
 :class:`magnetar.admin_client.PulsarAdmin`.
