@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
 from magnetar.broker.service.policies import JsonObject
+from magnetar.protocol.enums import SubType
 
 if TYPE_CHECKING:
     from magnetar.broker.service.connection import Connection
@@ -50,7 +51,7 @@ class SendRejectedError(errors.ChecksumError):
 
 
 QUOTA_BLOCKING = ("producer_exception", "producer_request_hold")
-SUB_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
+SUB_TYPE_NAMES = {t.value: t.name for t in SubType}  # Pulsar's names, from the protocol enum
 
 
 def check_producer(topic: PersistentTopic) -> None:

@@ -34,6 +34,7 @@ from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.rates import Rate
 from magnetar.broker.service.topic import PersistentTopic, TopicState
 from magnetar.managed_ledger.api import Entry, Position
+from magnetar.protocol.enums import SubType
 from magnetar.protocol.payload import num_messages, peek_metadata
 
 NO_POSITION = Position(-1, -1)
@@ -105,7 +106,7 @@ class NonPersistentSubscription:
                 raise errors.ConsumerBusyError("Exclusive consumer is already connected")
         else:
             self.sub_type = consumer.sub_type
-            self._selector = ConsistentHashingSelector() if consumer.sub_type == 3 else None
+            self._selector = ConsistentHashingSelector() if consumer.sub_type == SubType.Key_Shared else None
         if self._selector is not None:
             self._selector.add_consumer(consumer)
         self._consumers.append(consumer)
@@ -143,14 +144,14 @@ class NonPersistentSubscription:
         live = [c for c in self._consumers if not c.closed]
         if not live:
             return None
-        if self.sub_type == 3 and self._selector is not None:
+        if self.sub_type == SubType.Key_Shared and self._selector is not None:
             try:
                 slot = slot_of_metadata(peek_metadata(entry.data))
             except Exception:
                 slot = 1
             owner = self._selector.select(slot)
             return owner if owner is not None and owner.available else None
-        if self.sub_type == 1:
+        if self.sub_type == SubType.Shared:
             for i in range(len(live)):
                 c = live[(self._rr + i) % len(live)]
                 if c.available:

@@ -63,6 +63,7 @@ from magnetar.managed_ledger.api import (
     ManagedLedgerFencedError,
     Position,
 )
+from magnetar.protocol.enums import InitialPosition as WireInitialPosition
 from magnetar.protocol.payload import is_batch as meta_is_batch
 from magnetar.protocol.payload import num_messages, peek_metadata
 from magnetar.runtime import Clock, TaskSupervisor
@@ -255,7 +256,11 @@ class PersistentTopic:
         if sub is not None:
             return sub
         if durable:
-            init = InitialPosition.EARLIEST if initial_position == 1 else InitialPosition.LATEST
+            init = (
+                InitialPosition.EARLIEST
+                if initial_position == WireInitialPosition.Earliest
+                else InitialPosition.LATEST
+            )
             cursor = await self.ml.open_cursor(name, init)
         else:
             cursor = await self.ml.new_non_durable_cursor(self._reader_start(start, initial_position), name)
@@ -274,7 +279,11 @@ class PersistentTopic:
     def _reader_start(self, start: Position | None, initial_position: int) -> Position:
         """The non-durable cursor's start: the position *before* the first entry to deliver."""
         if start is None:
-            return Position.EARLIEST if initial_position == 1 else self.ml.last_confirmed_entry
+            return (
+                Position.EARLIEST
+                if initial_position == WireInitialPosition.Earliest
+                else self.ml.last_confirmed_entry
+            )
         if start.ledger_id < 0 or start.entry_id < 0:
             return Position.EARLIEST
         if start.ledger_id >= INT64_MAX:
