@@ -7,24 +7,11 @@ Every test uses its own topic names, so tests in a module do not see each other'
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
+from txn_helpers import txn_standalone
 
-from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
-
-TXN_CONFIG = """\
-transactionCoordinatorEnabled=true
-magnetarTransactionCoordinatorCount=2
-magnetarTransactionTimeoutCheckIntervalMs=100
-transactionBufferSnapshotMinTimeInMillis=1000
-"""
-
-
-def txn_standalone(base: Path, extra: str = "") -> StandaloneProcess:
-    conf = base / "txn.conf"
-    conf.write_text(TXN_CONFIG + extra)
-    return StandaloneProcess(base / "data", config_file=conf)
+from magnetar.testing.standalone import broker_unavailable_reason
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from conftest import txn_standalone
+from txn_helpers import txn_standalone
 
 from magnetar.client import Client
 from magnetar.client.errors import Timeout
