@@ -210,3 +210,31 @@ async def test_partitioned_topic_commits_all_partitions_atomically(client, topic
     await txn.commit()
     got = await _drain(consumer, 2000)
     assert sorted(got) == sorted(f"k{i}".encode() for i in range(9))
+
+
+async def test_batched_messages_acked_one_by_one_in_transactions(client, topic):
+    producer = await client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=50)
+    consumer = await client.subscribe(topic, "batch", consumer_type="Shared", initial_position="earliest")
+    futs = [await producer.send_async(f"b{i}".encode()) for i in range(5)]
+    await producer.flush()
+    ids = [await f for f in futs]
+    assert len({(m.ledger_id, m.entry_id) for m in ids}) == 1  # one entry, five messages
+    msgs = [await consumer.receive(2000) for _ in range(5)]
+    t1 = await client.transaction(timeout=30)
+    await consumer.acknowledge(msgs[0], txn=t1)
+    await consumer.acknowledge(msgs[1], txn=t1)
+    t2 = await client.transaction(timeout=30)
+    await consumer.acknowledge(msgs[2], txn=t2)
+    with pytest.raises(TransactionConflict):
+        await consumer.acknowledge(msgs[1], txn=t2)  # index 1 is t1's
+    await t1.commit()
+    await t2.abort()  # index 2 is available again: the entry comes back without 0 and 1
+    again = sorted([(await consumer.receive(3000)).data() for _ in range(3)])
+    assert again == [b"b2", b"b3", b"b4"]
+    await _drain(consumer)
+    async with client.transaction(timeout=30) as t3:
+        for m in msgs[2:]:
+            await consumer.acknowledge(m, txn=t3)
+    await consumer.close()
+    consumer = await client.subscribe(topic, "batch", consumer_type="Shared")
+    assert await _drain(consumer) == []  # every index acknowledged: the entry is done

@@ -172,11 +172,11 @@ async def test_pending_ack_conflicts_commit_abort_and_recovery(harness):
     ml2 = await f2.open("t/ns/persistent/pa")
     pa2 = await PendingAckHandle.load(f2, ml2.name, "sub", ml2.cursors["sub"])
     assert {p: t for p, t in pa2.held.items()} == {pos[0]: t1, pos[1]: t1, pos[2]: t2, pos[3]: t3}
-    assert await pa2.end(t1, commit=True) == []
+    assert await pa2.end(t1, commit=True) == ([], [])
     assert ml2.cursors["sub"].is_acknowledged(pos[0]) and ml2.cursors["sub"].is_acknowledged(pos[1])
-    assert await pa2.end(t2, commit=False) == [pos[2]]
+    assert await pa2.end(t2, commit=False) == ([pos[2]], [])
     assert not ml2.cursors["sub"].is_acknowledged(pos[2])
-    assert await pa2.end(t2, commit=False) == []  # repeated end: nothing left
+    assert await pa2.end(t2, commit=False) == ([], [])  # repeated end: nothing left
     assert pa2.held == {pos[3]: t3}
     await pa2.close()
 
@@ -196,3 +196,31 @@ def test_config_validation():
     ):
         with pytest.raises(ConfigError):
             TransactionConfig.from_properties(bad)
+
+
+async def test_pending_ack_batch_indexes(harness):
+    factory = await harness.new_factory()
+    ml = await factory.open("t/ns/persistent/pab")
+    cursor = await ml.open_cursor("sub", InitialPosition.EARLIEST)
+    pos = await ml.add_entry(b"batch-of-4", num_messages=4)
+    pa = await PendingAckHandle.load(factory, ml.name, "sub", cursor)
+    t1, t2, t3 = TxnID(0, 1), TxnID(0, 2), TxnID(0, 3)
+    await pa.ack(t1, [], False, [(pos, 0b0001, 4)])
+    await pa.ack(t2, [], False, [(pos, 0b0110, 4)])  # other indexes: no conflict
+    with pytest.raises(TransactionConflictError):
+        await pa.ack(t3, [], False, [(pos, 0b0100, 4)])  # index 2 is t2's
+    with pytest.raises(TransactionConflictError):
+        await pa.ack(t3, [pos], False)  # the whole entry overlaps both
+    assert await pa.end(t1, commit=True) == ([], [])  # index 0 acknowledged, entry not complete
+    assert not cursor.is_acknowledged(pos)
+    with pytest.raises(TransactionConflictError):
+        await pa.ack(t3, [], False, [(pos, 0b0001, 4)])  # index 0 is acknowledged now
+    assert await pa.end(t2, commit=False) == ([pos], [])  # released: redeliver the entry
+    # recovery keeps a held batch index
+    await pa.ack(t3, [], False, [(pos, 0b1110, 4)])
+    f2 = await harness.new_factory()
+    ml2 = await f2.open("t/ns/persistent/pab")
+    pa2 = await PendingAckHandle.load(f2, ml2.name, "sub", ml2.cursors["sub"])
+    assert pa2.batch == {pos: {t3: 0b1110}}
+    assert await pa2.end(t3, commit=True) == ([], [pos])  # the last indexes: the entry is done
+    assert ml2.cursors["sub"].is_acknowledged(pos)

@@ -299,6 +299,25 @@ CASES = [
             "request_id": 20,
         },
     ),
+    (
+        T.ACK,
+        cc.ack(
+            7,
+            cc.AckType.Individual,
+            [MessageId(5, 10, batch_size=4, ack_set=(0b1011,))],
+            txnid_least_bits=LEAST,
+            txnid_most_bits=MOST,
+            request_id=21,
+        ),
+        {
+            "consumer_id": 7,
+            "ack_type": 0,
+            "message_id": [{"ledgerId": 5, "entryId": 10, "ack_set": [0b1011], "batch_size": 4}],
+            "txnid_least_bits": LEAST,
+            "txnid_most_bits": MOST,
+            "request_id": 21,
+        },
+    ),
 ]
 
 

@@ -26,6 +26,7 @@ from magnetar.broker.service.dispatch_rate import DispatchWindow
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.broker.service.dispatcher_multi import MultiConsumerDispatcher
 from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
+from magnetar.broker.transaction.pending_ack import bits_of
 from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerError, Position
 from magnetar.protocol.enums import SubType
 
@@ -151,17 +152,34 @@ class Subscription:
             self.dispatcher.notify()
 
     async def ack_in_txn(
-        self, consumer: Consumer, txnid: TxnID, acks: Sequence[tuple[Position, list[int] | None]], cumulative: bool
+        self,
+        consumer: Consumer,
+        txnid: TxnID,
+        acks: Sequence[tuple[Position, list[int] | None, int]],
+        cumulative: bool,
     ) -> None:
-        """An ACK carrying a transaction id: held until the transaction ends (transaction.pending_ack)."""
+        """An ACK carrying a transaction id: held until the transaction ends (transaction.pending_ack).
+
+        ``acks``: (position, ack_set or None, batch size); an ack_set acknowledges the batch
+        indexes whose bits are clear."""
         if self.pending_ack is None:
             raise errors.NotAllowedError("Transactional acks need a durable subscription with transactions enabled")
         if cumulative and self.sub_type in (SubType.Shared, SubType.Key_Shared):
             raise errors.NotAllowedError("Cumulative acks are not allowed on Shared and Key_Shared subscriptions")
-        if any(ack_set and any(ack_set) for _, ack_set in acks):
-            raise errors.NotAllowedError("Batch-index acks inside a transaction are not supported: ack whole entries")
+        whole: list[Position] = []
+        batch: list[tuple[Position, int, int]] = []
+        for pos, ack_set, size in acks:
+            if not ack_set or not any(ack_set) or cumulative:
+                whole.append(pos)
+                continue
+            size = size or 64 * len(ack_set)
+            acked = ((1 << size) - 1) & ~bits_of(ack_set)
+            if acked == (1 << size) - 1:
+                whole.append(pos)
+            elif acked:
+                batch.append((pos, acked, size))
         try:
-            held = await self.pending_ack.ack(txnid, [pos for pos, _ in acks], cumulative)
+            held = await self.pending_ack.ack(txnid, whole, cumulative, batch)
         except ManagedLedgerError as exc:  # the pending-ack log could not take it
             raise errors.translate(exc) from exc
         if held and not cumulative:

@@ -49,6 +49,9 @@ class PendingAckHandle:
         self.held: dict[Position, TxnID] = {}
         self.by_txn: dict[TxnID, list[Position]] = {}
         self.cumulative: dict[TxnID, Position] = {}
+        # batch-index acks: position -> {txn: bitmask of the indexes it acked}, and batch sizes
+        self.batch: dict[Position, dict[TxnID, int]] = {}
+        self.batch_size: dict[Position, int] = {}
         self.first_record: dict[TxnID, Position] = {}
         self.committed_count = 0
         self.aborted_count = 0
@@ -78,6 +81,11 @@ class PendingAckHandle:
                 else:
                     self.held[p] = txnid
                     self.by_txn.setdefault(txnid, []).append(p)
+            for lid, eid, size, mask in rec.get("b", ()):
+                p = Position(lid, eid)
+                self.batch_size[p] = size
+                masks = self.batch.setdefault(p, {})
+                masks[txnid] = masks.get(txnid, 0) | mask
         elif rec["op"] == "end":
             self._release(txnid)
 
@@ -85,9 +93,17 @@ class PendingAckHandle:
     def holds(self, position: Position) -> bool:
         return position in self.held
 
-    async def ack(self, txnid: TxnID, positions: Sequence[Position], cumulative: bool) -> list[Position]:
-        """Hold ``positions`` for ``txnid``; returns the ones newly held."""
+    async def ack(
+        self,
+        txnid: TxnID,
+        positions: Sequence[Position],
+        cumulative: bool,
+        batch: Sequence[tuple[Position, int, int]] = (),
+    ) -> list[Position]:
+        """Hold ``positions`` (whole entries) and ``batch`` items ``(position, acked-index
+        bitmask, batch size)`` for ``txnid``; returns the whole positions newly held."""
         new: list[Position] = []
+        new_batch = self._claim_batch(txnid, batch)
         md = self.cursor.mark_delete_position
         if cumulative:
             pos = positions[-1]
@@ -105,16 +121,18 @@ class PendingAckHandle:
                 owner = self.held.get(pos)
                 if owner == txnid:
                     continue
+                if owner is None and any(t != txnid for t in self.batch.get(pos, {})):
+                    owner = next(t for t in self.batch[pos] if t != txnid)
                 if owner is not None:
-                    self._undo(txnid, new)
+                    self._undo(txnid, new, new_batch)
                     raise TransactionConflictError(f"{pos} is held by transaction {owner}; {txnid} conflicts")
                 if pos <= md or self.cursor.is_acknowledged(pos):
-                    self._undo(txnid, new)
+                    self._undo(txnid, new, new_batch)
                     raise TransactionConflictError(f"{pos} is already acknowledged; {txnid} conflicts")
                 self.held[pos] = txnid
                 self.by_txn.setdefault(txnid, []).append(pos)
                 new.append(pos)
-        if not new:
+        if not new and not new_batch:
             return []
         try:
             if self.log is None:
@@ -125,41 +143,92 @@ class PendingAckHandle:
                     "txn": list(txnid),
                     "cumulative": cumulative,
                     "v": [[p.ledger_id, p.entry_id] for p in new],
+                    "b": [[p.ledger_id, p.entry_id, self.batch_size[p], m] for p, m in new_batch],
                 }
             )
         except BaseException:
             if cumulative:
                 self.cumulative.pop(txnid, None)
             else:
-                self._undo(txnid, new)
+                self._undo(txnid, new, new_batch)
             raise
         self.first_record.setdefault(txnid, rec_pos)
         return new
 
-    def _undo(self, txnid: TxnID, positions: list[Position]) -> None:
+    def _claim_batch(
+        self, txnid: TxnID, batch: Sequence[tuple[Position, int, int]]
+    ) -> list[tuple[Position, int]]:
+        """Claim batch indexes (conflict: another txn holds the entry or one of the indexes, or
+        an index is acknowledged already); returns (position, newly claimed mask)."""
+        claimed: list[tuple[Position, int]] = []
+        md = self.cursor.mark_delete_position
+        for pos, mask, size in batch:
+            other = self.held.get(pos)
+            masks = self.batch.get(pos, {})
+            clash = next((t for t, m in masks.items() if t != txnid and m & mask), None)
+            acked = _acked_on_cursor(self.cursor.get_ack_set(pos), size)
+            if (other is not None and other != txnid) or clash is not None:
+                self._undo(txnid, [], claimed)
+                raise TransactionConflictError(
+                    f"{pos} (batch) is held by {other or clash}; {txnid} conflicts"
+                )
+            if pos <= md or self.cursor.is_acknowledged(pos) or acked & mask:
+                self._undo(txnid, [], claimed)
+                raise TransactionConflictError(f"{pos} (batch) is already acknowledged; {txnid} conflicts")
+            fresh = mask & ~masks.get(txnid, 0)
+            if fresh:
+                self.batch_size[pos] = size
+                self.batch.setdefault(pos, {})[txnid] = masks.get(txnid, 0) | fresh
+                claimed.append((pos, fresh))
+        return claimed
+
+    def _undo(self, txnid: TxnID, positions: list[Position], batch: list[tuple[Position, int]] = ()) -> None:
         for p in positions:
             self.held.pop(p, None)
             if p in self.by_txn.get(txnid, []):
                 self.by_txn[txnid].remove(p)
+        for p, m in batch:
+            masks = self.batch.get(p, {})
+            left = masks.get(txnid, 0) & ~m
+            if left:
+                masks[txnid] = left
+            else:
+                masks.pop(txnid, None)
+            if not masks:
+                self.batch.pop(p, None)
+                self.batch_size.pop(p, None)
+
+    def _batch_of(self, txnid: TxnID) -> list[tuple[Position, int]]:
+        return [(p, masks[txnid]) for p, masks in self.batch.items() if txnid in masks]
 
     def _release(self, txnid: TxnID) -> tuple[list[Position], Position | None]:
         positions = self.by_txn.pop(txnid, [])
         for p in positions:
             if self.held.get(p) == txnid:
                 del self.held[p]
+        self._undo(txnid, [], self._batch_of(txnid))
         self.first_record.pop(txnid, None)
         return positions, self.cumulative.pop(txnid, None)
 
     # ------------------------------------------------------------ end
-    async def end(self, txnid: TxnID, commit: bool) -> list[Position]:
-        """Commit (acks become effective) or abort (released); returns positions to redeliver."""
+    async def end(self, txnid: TxnID, commit: bool) -> tuple[list[Position], list[Position]]:
+        """Commit (acks become effective) or abort (released).  Returns (positions to
+        redeliver -- abort --, entries now wholly acknowledged -- commit)."""
         positions = list(self.by_txn.get(txnid, []))
+        batch = self._batch_of(txnid)
         cumulative = self.cumulative.get(txnid)
-        if not positions and cumulative is None:
-            return []
+        if not positions and not batch and cumulative is None:
+            return [], []
+        completed: list[Position] = []
         if commit:
-            if positions:
-                await self.cursor.delete(positions)
+            for pos, mask in batch:
+                left = ((1 << self.batch_size[pos]) - 1) & ~mask
+                if left:
+                    await self.cursor.ack_batch_indexes(pos, _words(left))
+                if not left or self.cursor.is_acknowledged(pos):
+                    completed.append(pos)
+            if positions or completed:
+                await self.cursor.delete(positions + completed)
             if cumulative is not None and cumulative > self.cursor.mark_delete_position:
                 await self.cursor.mark_delete(cumulative)
         if self.log is not None:
@@ -170,7 +239,7 @@ class PendingAckHandle:
         else:
             self.aborted_count += 1
         await self._trim()
-        return [] if commit else positions
+        return ([], completed) if commit else (positions + [p for p, _ in batch], [])
 
     async def _trim(self) -> None:
         """Trim the log now and then (every ``TRIM_EVERY_RECORDS`` appends): each trim is a
@@ -203,9 +272,32 @@ class PendingAckHandle:
         return {
             "state": "Ready",
             "lowWaterMarks": {},
-            "ongoingTxnSize": len(set(self.by_txn) | set(self.cumulative)),
-            "pendingAckPositions": len(self.held),
+            "ongoingTxnSize": len(
+                set(self.by_txn) | set(self.cumulative) | {t for m in self.batch.values() for t in m}
+            ),
+            "pendingAckPositions": len(self.held) + len(self.batch),
             "committedTxnCount": self.committed_count,
             "abortedTxnCount": self.aborted_count,
             "managedLedgerName": self.log_name if self.log is not None else None,
         }
+
+
+def _words(bits: int) -> list[int]:
+    """A bitset as Pulsar's ack_set: signed 64-bit words, least significant first."""
+    out = []
+    while bits:
+        w = bits & ((1 << 64) - 1)
+        out.append(w - (1 << 64) if w >= 1 << 63 else w)
+        bits >>= 64
+    return out
+
+
+def bits_of(words: Sequence[int]) -> int:
+    return sum((w & ((1 << 64) - 1)) << (64 * i) for i, w in enumerate(words))
+
+
+def _acked_on_cursor(ack_set: Sequence[int] | None, size: int) -> int:
+    """The indexes the cursor already has acknowledged in a partly acked batch entry."""
+    if ack_set is None:
+        return 0
+    return ((1 << size) - 1) & ~bits_of(ack_set)

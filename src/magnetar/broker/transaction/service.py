@@ -147,10 +147,19 @@ async def end_on_subscription(sub: Subscription, txnid: TxnID, commit: bool) -> 
     pending = sub.pending_ack
     if pending is None:
         return
-    redeliver = await pending.end(txnid, commit)
-    if redeliver and sub.dispatcher is not None:
-        sub.dispatcher.redeliver(redeliver)  # abort: the messages are available again
-    elif sub.dispatcher is not None:
+    redeliver, completed = await pending.end(txnid, commit)
+    now = sub.topic.clock.time_ms()
+    if completed:  # batch entries whose last indexes this commit acknowledged
+        for c in sub.consumers:
+            c.acked(completed, now)
+    if sub.dispatcher is None:
+        return
+    if redeliver:  # abort: the messages are available again
+        for c in sub.consumers:
+            c.take_pending(redeliver)  # batch entries were still in flight to a consumer
+        sub.dispatcher.redeliver(redeliver)
+    else:
+        sub.dispatcher.forget(completed)
         sub.dispatcher.notify()
 
 

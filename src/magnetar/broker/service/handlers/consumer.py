@@ -153,7 +153,10 @@ async def handle_ack(cnx: Connection, frame: Any) -> None:
         ic.on_message_ack(consumer, positions, cmd.ack_type == AckType.Cumulative)
     if cmd.HasField("txnid_most_bits") and cmd.HasField("txnid_least_bits"):  # transaction.pending_ack
         txnid = TxnID(cmd.txnid_most_bits, cmd.txnid_least_bits)
-        acks = [(_pos(m), list(m.ack_set) or None) for m in cmd.message_id]
+        acks = [
+            (_pos(m), list(m.ack_set) or None, m.batch_size if m.HasField("batch_size") else 0)
+            for m in cmd.message_id
+        ]
         await sub.ack_in_txn(consumer, txnid, acks, cmd.ack_type == AckType.Cumulative)
     elif cmd.ack_type == AckType.Cumulative:
         if cmd.message_id:
