@@ -8,6 +8,9 @@ ack holds its position as ``cumulative``) and logged on the subscription's pendi
 The held positions leave the consumers' unacknowledged sets (they are no longer
 redelivered) and dispatch skips them.
 
+* Batch-index acks (one message of a batch entry) hold a bitmask of indexes per
+  transaction (``batch``); conflicts are per index, commit ANDs the cursor's ack set (the
+  entry is done when no index is left), abort redelivers the entry.
 * Conflicts (Pulsar's rules): a position held by another transaction, or already
   acknowledged on the cursor, -> TransactionConflict; a second transaction's cumulative ack
   while one is pending -> TransactionConflict.  The memory is claimed *before* the log
