@@ -12,9 +12,10 @@ TC_CLIENT_CONNECT for a coordinator not loaded yet loads it.
 The service also builds the per-topic :class:`TransactionBuffer` (when the topic loads) and
 the per-subscription :class:`PendingAckHandle` (when a durable subscription is created), and
 implements the coordinator's :class:`Participants`: ``end_partition`` /
-``end_subscription`` load the topic on this broker and end the transaction there (a topic
-that no longer exists has nothing to end).  The wire commands END_TXN_ON_PARTITION /
-END_TXN_ON_SUBSCRIPTION arrive at the same two methods.
+``end_subscription`` end the transaction on the topic -- here when the topic is loaded on
+this broker or the lookup names this broker (a topic that no longer exists has nothing to
+end), else on the owner, through END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION
+(:mod:`remote`).  Those wire commands, arriving here, reach the same two methods.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from magnetar.broker.transaction.config import TransactionConfig
 from magnetar.broker.transaction.coordinator import TransactionCoordinator
 from magnetar.broker.transaction.errors import TransactionCoordinatorNotFoundError
 from magnetar.broker.transaction.model import TxnID
+from magnetar.broker.transaction.remote import RemoteParticipants
 
 if TYPE_CHECKING:
     from magnetar.broker.service.broker_service import BrokerService
@@ -46,6 +48,7 @@ class TransactionService:
         self.svc = service
         self.config = config
         self._coordinators: dict[int, asyncio.Future[TransactionCoordinator]] = {}
+        self.remote = RemoteParticipants(service.clock)  # participants owned by other brokers
         self.closed = False
 
     # ------------------------------------------------------------ lifecycle
@@ -122,7 +125,24 @@ class TransactionService:
         except errors.TopicNotFoundError:
             return None
 
+    async def _remote_owner(self, topic: str) -> str | None:
+        """The URL of the broker owning ``topic`` when that is not this one (the lookup's
+        answer); None when the topic is here or its lookup says so."""
+        from magnetar.broker.service.names import parse_topic
+
+        if self.svc.topics.get_loaded(parse_topic(topic).full_name) is not None:
+            return None
+        try:
+            url = (await self.svc.lookup(topic)).get("brokerUrl")
+        except errors.TopicNotFoundError:
+            return None
+        return url if url and url != self.svc.broker_service_url() else None
+
     async def end_partition(self, topic: str, txnid: TxnID, commit: bool) -> None:
+        owner = await self._remote_owner(topic)
+        if owner is not None:
+            await self.remote.end_partition(owner, topic, txnid, commit)
+            return
         t = await self._topic(topic)
         if t is None:
             log.info("ending %s on %s: the topic no longer exists", txnid, topic)
@@ -132,6 +152,10 @@ class TransactionService:
         await t.txn_buffer.end(txnid, commit)
 
     async def end_subscription(self, topic: str, subscription: str, txnid: TxnID, commit: bool) -> None:
+        owner = await self._remote_owner(topic)
+        if owner is not None:
+            await self.remote.end_subscription(owner, topic, subscription, txnid, commit)
+            return
         t = await self._topic(topic)
         if t is None:
             return
