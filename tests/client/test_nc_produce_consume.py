@@ -107,7 +107,7 @@ async def test_access_modes_and_typed_errors(client, topic):
     await again.send(b"x")
     with pytest.raises(InvalidConfiguration):
         await client.create_producer(topic, compression_type="gzip")
-    with pytest.raises(NotSupported):
+    with pytest.raises(InvalidConfiguration):  # transactions come from client.transaction()
         await again.send(b"x", txn=object())
     with pytest.raises(NotSupported):
         await client.subscribe(topic, "s", message_listener=lambda c, m: None)

@@ -30,6 +30,7 @@ from magnetar.admin_client.schemas import Schemas
 from magnetar.admin_client.tenants import Tenants
 from magnetar.admin_client.topic_policies import TopicPolicies
 from magnetar.admin_client.topics import Topics
+from magnetar.admin_client.transactions import Transactions
 
 
 def _config(
@@ -67,6 +68,7 @@ class _Families:
         self.broker_stats = BrokerStats(run)
         self.bookies = Bookies(run)
         self.schemas = Schemas(run)
+        self.transactions = Transactions(run)  # /admin/v3/transactions
 
 
 class PulsarAdmin(_Families):

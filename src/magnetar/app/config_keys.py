@@ -7,6 +7,7 @@ at start-up, into a frozen config object:
     BrokerConfig            broker.config          (its fields' Pulsar keys)
     AuthConfig              broker.auth.config     (authentication*, authorization*, token*, tls*)
     SchemaRegistryConfig    broker.schema.policies (schema* keys)
+    TransactionConfig       broker.transaction.config (transaction* keys)
     BookieConfig            bookie.config          (BookKeeper's bk_server.conf keys)
     ClientConfig            bookkeeper.config      (bookkeeperClient*, auto-recovery keys)
     ProxyConfig             proxy.config           (proxy.conf: PROXY_KEYS below)
@@ -132,12 +133,14 @@ def known_keys() -> frozenset[str]:
     from magnetar.broker.config import BrokerConfig
     from magnetar.broker.plugins import GROUPS as PLUGIN_KEYS
     from magnetar.broker.schema.policies import KNOWN_KEYS as SCHEMA_KEYS
+    from magnetar.broker.transaction.config import KNOWN_KEYS as TXN_KEYS
 
     broker = {f.metadata["key"] for f in dataclasses.fields(BrokerConfig) if f.metadata.get("key")}
     return frozenset(
         broker
         | set(AUTH_KEYS)
         | set(SCHEMA_KEYS)
+        | TXN_KEYS
         | set(BK_KEYS.values())
         | set(CLIENT_KEYS)
         | set(PLUGIN_KEYS)

@@ -53,6 +53,7 @@ from magnetar.client.schema_types import (
     KeyValueSchema,
 )
 from magnetar.client.tableview import TableView
+from magnetar.client.transaction import Transaction, TransactionOutcomeUnknown
 from magnetar.client.types import (
     BatchingType,
     CompressionType,
@@ -75,4 +76,5 @@ __all__ = [
     "InitialPosition", "JsonSchema", "Message", "MessageId", "MultiplierRedeliveryBackoff", "PartitionsRoutingMode", "Producer",
     "ProducerAccessMode", "PulsarException", "Reader", "RegexSubscriptionMode", "Schema",
     "StringSchema", "TableView", "Timeout",
+    "Transaction", "TransactionOutcomeUnknown",  # client.transaction()
 ]  # fmt: skip

@@ -54,6 +54,7 @@ class OutgoingMessage:
     on_done: Callable[[int], None] | None = None  # releases the client's memory reservation
     publish_time: int = 0  # ms, stamped when the message is queued (as the C++ client does)
     partition_key_b64: bool = False  # the key is base64 of bytes (KeyValue SEPARATED)
+    txnid: tuple[int, int] | None = None  # (most, least) of a transactional send: never batched
 
 
 @dataclass(slots=True)
@@ -115,11 +116,14 @@ def single_ops(
     extra: dict[str, Any] = {}
     if ident.compression:
         extra = {"compression": ident.compression, "uncompressed_size": len(msg.payload)}
-    meta = _metadata(ident, msg, msg.publish_time or publish_time, **extra)
+    txn: dict[str, Any] = {}
+    if msg.txnid is not None:  # in the metadata too: the broker's transaction buffer reads it back
+        txn = {"txnid_most_bits": msg.txnid[0], "txnid_least_bits": msg.txnid[1]}
+    meta = _metadata(ident, msg, msg.publish_time or publish_time, **extra, **txn)
     limit = ident.max_message_size
     if len(body) + meta.ByteSize() <= limit:
         frame = client_commands.send(
-            ident.producer_id, msg.sequence_id, build_headers_and_payload(meta, body)
+            ident.producer_id, msg.sequence_id, build_headers_and_payload(meta, body), **txn
         )
         return [OpSend(msg.sequence_id, msg.sequence_id, frame, [msg], now_s)]
     if not ident.chunking_enabled:
@@ -136,7 +140,7 @@ def single_ops(
         meta.num_chunks_from_msg = len(pieces)
         meta.chunk_id = i
         frame = client_commands.send(
-            ident.producer_id, msg.sequence_id, build_headers_and_payload(meta, piece), is_chunk=True
+            ident.producer_id, msg.sequence_id, build_headers_and_payload(meta, piece), is_chunk=True, **txn
         )
         op = OpSend(msg.sequence_id, msg.sequence_id, frame, [msg], now_s, chunk_id=i, num_chunks=len(pieces))
         op.chunk_state = state

@@ -38,6 +38,7 @@ from magnetar.client.schema_auto import (
     schema_for_wire,
 )
 from magnetar.client.subscribing import Subscribing, reject
+from magnetar.client.transaction import TransactionContext, TransactionCoordinatorClient
 from magnetar.client.types import (
     BatchingType,
     CompressionType,
@@ -112,6 +113,7 @@ class Client(Subscribing):
         self._consumer_ids = itertools.count()
         self._handles: list[Any] = []
         self._closed = False
+        self._tc_client: TransactionCoordinatorClient | None = None  # client.transaction, made on first use
 
     # ------------------------------------------------------------------ helpers
     def next_producer_id(self) -> int:
@@ -231,6 +233,18 @@ class Client(Subscribing):
     async def get_schema_info(self, topic: str, version: bytes | None = None) -> Any:
         self._check()
         return await self.lookup.get_schema(str(TopicName.get(topic)), version)
+
+    # ------------------------------------------------------------------ transactions
+    def transaction(self, timeout: float = 60.0) -> TransactionContext:
+        """``async with client.transaction(timeout=s) as txn`` (commit on exit, abort on error),
+        or ``txn = await client.transaction(...)`` to commit/abort by hand (client.transaction)."""
+        self._check()
+        return TransactionContext(self, timeout)
+
+    def transaction_coordinator(self) -> TransactionCoordinatorClient:
+        if self._tc_client is None:
+            self._tc_client = TransactionCoordinatorClient(self)
+        return self._tc_client
 
     async def close(self) -> None:
         if self._closed:

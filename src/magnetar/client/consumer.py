@@ -16,8 +16,8 @@ A pattern consumer's topics are kept equal to the matching ones by
 one lazily created producer per consumer; ``reconsume_later`` publishes to
 the retry topic (``<topic>-<subscription>-RETRY``, subscribed along with the
 topic when ``retry_enable`` is set) with a delivery delay and a
-``RECONSUMETIMES`` count, and to the dead-letter topic past the limit. ``txn=`` on acks is reserved for
-transactions and raises ``NotSupported``.
+``RECONSUMETIMES`` count, and to the dead-letter topic past the limit. ``txn=`` on acks
+acknowledges inside a transaction (held by the broker until it commits; whole entries).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 from magnetar.client.consumer_impl import ConsumerConf, PartitionConsumer
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, NotSupported, Timeout
 from magnetar.client.message import Message
+from magnetar.client.transaction import check_transaction
 from magnetar.protocol.enums import SubType
 from magnetar.protocol.message_id import MessageId
 
@@ -231,7 +232,8 @@ class Consumer:
 
     async def acknowledge(self, message: Message | MessageId, txn: Any = None) -> None:
         if txn is not None:
-            raise NotSupported("transactional acks are not implemented in magnetar.client yet")
+            await self._ack_in_txn(message, txn, cumulative=False)
+            return
         if type(message) is Message:
             mid = message._id
             if type(mid) is tuple:
@@ -243,14 +245,24 @@ class Consumer:
         child.acknowledge(mid, chunks)
 
     async def acknowledge_cumulative(self, message: Message | MessageId, txn: Any = None) -> None:
-        if txn is not None:
-            raise NotSupported("transactional acks are not implemented in magnetar.client yet")
         if self._conf.sub_type in (SubType.Shared, SubType.Key_Shared):
             raise InvalidConfiguration(
                 "cumulative acks are not allowed on Shared and Key_Shared subscriptions"
             )
+        if txn is not None:
+            await self._ack_in_txn(message, txn, cumulative=True)
+            return
         child, mid, chunks = self._child_of(message)
         child.acknowledge_cumulative(chunks[-1] if chunks else mid)
+
+    async def _ack_in_txn(self, message: Message | MessageId, txn: Any, cumulative: bool) -> None:
+        """A transactional ack (client.transaction): the partition's subscription is added to
+        the transaction, then the ACK (whole entries) waits for the broker's answer --
+        TransactionConflict when another transaction holds the message."""
+        check_transaction(txn)
+        child, mid, chunks = self._child_of(message)
+        await txn.register_acked_topic(child.topic, self._subscription)
+        await child.acknowledge_in_txn(list(chunks) or [mid], txn.txn_id, cumulative)
 
     async def negative_acknowledge(self, message: Message) -> None:
         if not isinstance(message, Message):

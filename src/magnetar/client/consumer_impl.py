@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from magnetar.client.acks import AckGrouper, RedeliveryTracker
+from magnetar.client.acks import AckGrouper, RedeliveryTracker, ack_set_words
 from magnetar.client.connection import ClientCnx
 from magnetar.client.decode import MessageDecoder
 from magnetar.client.errors import AlreadyClosed, PulsarException
@@ -240,6 +240,26 @@ class PartitionConsumer:
             full = self._acks.add_individual(cid) or full
         if full:
             self.flush_acks()
+
+    async def acknowledge_in_txn(self, ids: list[MessageId], txnid: tuple[int, int], cumulative: bool) -> None:
+        for mid in ids:
+            self._redeliver.cancel(mid)
+        entries = []
+        for m in ids:  # whole entries, or one index of a batch (ack_set: the other indexes)
+            if m.batch_index >= 0 and m.batch_size > 1 and not cumulative:
+                rest = [i for i in range(m.batch_size) if i != m.batch_index]
+                entries.append(
+                    MessageId(m.ledger_id, m.entry_id, ack_set=ack_set_words(rest, m.batch_size), batch_size=m.batch_size)
+                )
+            else:
+                entries.append(MessageId(m.ledger_id, m.entry_id))
+        kind = AckType.Cumulative if cumulative else AckType.Individual
+        await self._require_cnx().request(
+            T.ACK,
+            lambda rid: client_commands.ack(
+                self.consumer_id, kind, entries, txnid_most_bits=txnid[0], txnid_least_bits=txnid[1], request_id=rid
+            ),
+        )
 
     def acknowledge_cumulative(self, msg_id: MessageId) -> None:
         self._redeliver.cancel_up_to(msg_id)

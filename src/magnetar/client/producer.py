@@ -19,8 +19,9 @@ one for a non-partitioned topic), all registered before it returns. Each
 ``send`` returns the MessageId once the broker stored the message;
 ``send_async`` returns an ``asyncio.Future`` as soon as the message is queued
 (awaiting it waits for the receipt), so many sends are in flight at once.
-``txn=`` is accepted for the transactions to come and raises ``NotSupported``
-when given.
+``txn=`` (a :class:`magnetar.client.transaction.Transaction`) sends inside the
+transaction: the partition is added to it first, the message is never batched,
+and it becomes visible when the transaction commits.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ from collections.abc import Callable
 from typing import Any
 
 from magnetar.client.batching import OutgoingMessage
-from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, NotSupported
+from magnetar.client.errors import AlreadyClosed, InvalidConfiguration
 from magnetar.client.hashing import boost_hash, java_string_hash, murmur3_hash
 from magnetar.client.producer_impl import PartitionProducer
 from magnetar.client.schema import BytesSchema, Schema
+from magnetar.client.transaction import check_transaction
 from magnetar.client.types import HashingScheme, PartitionsRoutingMode
 from magnetar.protocol.message_id import MessageId
 
@@ -142,8 +144,6 @@ class Producer:
         """Queue a message; the returned future gives its MessageId (callback(err, id) too)."""
         if self._closed:
             raise AlreadyClosed(f"producer on {self._topic} is closed")
-        if txn is not None:
-            raise NotSupported("transactions are not implemented in magnetar.client yet")
         key_b64 = False
         if self._schema.separated:  # KeyValue SEPARATED: the key goes in the message key, base64
             key, payload = self._schema.encode_separated(content)  # type: ignore[attr-defined]
@@ -181,7 +181,13 @@ class Producer:
             callback=callback,
             partition_key_b64=key_b64,
         )
-        await self._partitions[self.choose_partition(partition_key, okey)].enqueue(msg)
+        child = self._partitions[self.choose_partition(partition_key, okey)]
+        if txn is not None:  # client.transaction: register the partition, then send with the id
+            check_transaction(txn)
+            await txn.register_produced_topic(child.topic)
+            msg.txnid = txn.txn_id
+            txn.track_send(fut)
+        await child.enqueue(msg)
         return fut
 
     async def send(self, content: Any, **kwargs: Any) -> MessageId:

@@ -160,6 +160,7 @@ class PartitionProducer:
         cnx.add_producer(self.producer_id, self)
         self._cnx = cnx
         self._ready = True
+        self._drop_transactional()
         for op in self.pending:  # resend, same bytes, same order
             cnx.write(op.frame)
 
@@ -190,7 +191,7 @@ class PartitionProducer:
         self._in_flight += 1
         assert self._ident is not None
         now = time.monotonic()
-        batchable = self.conf.batching_enabled and msg.deliver_at is None
+        batchable = self.conf.batching_enabled and msg.deliver_at is None and msg.txnid is None
         if batchable and len(msg.payload) < self._ident.max_message_size // 2:
             key = (msg.ordering_key or msg.partition_key) if self.conf.key_based_batching else None
             batch = self._batches.get(key)
@@ -291,8 +292,11 @@ class PartitionProducer:
 
     def _on_send_error(self, cmd: Any) -> None:
         err = error_from_code(cmd.error, cmd.message)
-        if cmd.error == ServerError.ChecksumError and self.pending:
-            op = self.pending.popleft()
+        if self.pending and (
+            cmd.error == ServerError.ChecksumError
+            or (self.pending[0].messages and self.pending[0].messages[0].txnid is not None)
+        ):
+            op = self.pending.popleft()  # a refused transactional send fails alone (its txn aborts)
             self._fail_op(op, err)
             return
         if cmd.error in _FATAL:
@@ -320,6 +324,20 @@ class PartitionProducer:
         self._failed = err
         self._ready = False
         self._fail_all(err)
+
+    def _drop_transactional(self) -> None:
+        """A transactional send cut off by a reconnect is failed, not re-sent: its transaction
+        must abort (it may or may not be stored; without deduplication a resend could store it
+        twice inside one committed transaction)."""
+        if not any(op.messages and op.messages[0].txnid is not None for op in self.pending):
+            return
+        keep: deque[OpSend] = deque()
+        for op in self.pending:
+            if op.messages and op.messages[0].txnid is not None:
+                self._fail_op(op, PulsarException(f"connection to {self.topic} lost during a transactional send"))
+            else:
+                keep.append(op)
+        self.pending = keep
 
     # ------------------------------------------------------------------ reconnect
     def connection_closed(self, cnx: ClientCnx) -> None:

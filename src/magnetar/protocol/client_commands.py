@@ -281,6 +281,8 @@ def ack(
         data.entryId = u64(mid.entry_id)
         if mid.ack_set:
             data.ack_set.extend(mid.ack_set)
+            if txnid_most_bits is not None and mid.batch_size > 0:
+                data.batch_size = mid.batch_size  # a transaction's batch-index ack: the broker needs the size
     if validation_error is not None:
         cmd.validation_error = int(validation_error)
     fill_key_values(cmd.properties, properties)

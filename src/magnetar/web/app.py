@@ -39,6 +39,7 @@ ADMIN_ROUTER_MODULES = (
     "magnetar.web.brokers",
     "magnetar.web.compaction",
     "magnetar.web.offload",
+    "magnetar.web.transactions",  # /admin/v3/transactions (transactions)
     "magnetar.web.topics",
     "magnetar.web.topic_policies",
     "magnetar.web.topic_admin",

@@ -191,6 +191,8 @@ RULES: tuple[tuple[frozenset[str] | None, re.Pattern[str], Rule], ...] = tuple(
         ("GET", _TP + r"/permissions", _topic(_T.GET_PERMISSION)),
         ("POST", _TP + r"/permissions/\{role\}", _topic(_T.GRANT_PERMISSION)),
         ("DELETE", _TP + r"/permissions/\{role\}", _topic(_T.REVOKE_PERMISSION)),
+        # ---- transactions (web/transactions.py): superusers, as Pulsar's Transactions resource
+        (_ANY, r"/admin/v3/transactions/.*", SUPERUSER),
         # ---- Pulsar Functions / IO (web/functions.py): the namespace's tenant admins, as allowFunctionOps
         ("GET", r"/admin/v3/\{family\}/builtin\{what\}", AUTHENTICATED),
         ("GET", r"/admin/v2/worker/cluster(/leader)?", SUPERUSER),  # the workers and their leader

@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from magnetar.web.metrics_process import install_process_metrics
 from magnetar.web.metrics_pulsar import PulsarBrokerCollector
+from magnetar.web.metrics_txn import TransactionCollector
 
 router = APIRouter(tags=["metrics"])
 
@@ -74,6 +75,7 @@ def install_metrics(app: FastAPI, broker_service: Any) -> CollectorRegistry:
     )
     registry.register(BrokerStatsCollector(broker_service))
     registry.register(PulsarBrokerCollector(broker_service))  # Pulsar's names (metrics_pulsar.py)
+    registry.register(TransactionCollector(broker_service))  # pulsar_txn_* (metrics_txn.py)
     install_process_metrics(registry, broker_service)
     app.state.metrics_registry = registry
 

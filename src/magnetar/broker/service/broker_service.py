@@ -33,9 +33,9 @@ from magnetar.broker.auth.service import AuthenticationService
 from magnetar.broker.auth.tls import server_ssl_context_from_config
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.interceptors import InterceptorChain
-from magnetar.broker.replication.service import ReplicationService
 from magnetar.broker.ownership.api import LookupResult, NamespaceService
 from magnetar.broker.ownership.local import LocalNamespaceService
+from magnetar.broker.replication.service import ReplicationService
 from magnetar.broker.resources import BrokerResources, initialize_cluster
 from magnetar.broker.schema import SchemaRegistry, SchemaRegistryConfig
 from magnetar.broker.service.admin import TopicAdmin
@@ -46,6 +46,8 @@ from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.rates import sample_topic
 from magnetar.broker.service.topic_list import TopicListWatchers
 from magnetar.broker.service.topics import TopicRegistry
+from magnetar.broker.transaction.config import TransactionConfig
+from magnetar.broker.transaction.service import TransactionService
 from magnetar.managed_ledger.api import ManagedLedgerFactory
 from magnetar.metadata.api import MetadataError, MetadataStore
 from magnetar.runtime import Clock, Rng, TaskSupervisor, wait_for
@@ -93,6 +95,11 @@ class BrokerService(TopicAdmin):
         self.topic_list_watchers = TopicListWatchers(self)
         self.compaction = BrokerCompaction(self)
         self.replication = ReplicationService(self)
+        # Transactions (broker.transaction): None unless transactionCoordinatorEnabled=true.
+        txn_config = TransactionConfig.from_properties(config.as_properties())
+        self.transactions: TransactionService | None = (
+            TransactionService(self, txn_config) if txn_config.enabled else None
+        )
         self.connections: set[Connection] = set()
         # Cumulative counts for /metrics: connections_created/closed, lookup_answers/failures,
         # lookup_latency_ms (sum); one dict, plain integer adds.
@@ -151,6 +158,8 @@ class BrokerService(TopicAdmin):
         self.compaction.start()
         self.supervisor.spawn(self.replication.run(), name="replication-policy-check")
         self.supervisor.spawn(self.replication.run_snapshots(), name="replicated-subscriptions")
+        if self.transactions is not None:
+            await self.transactions.start()
         if self.config.broker_delete_inactive_topics_enabled:
             self.supervisor.spawn(self._unload_idle_topics(), name="idle-topics")
         await self.namespace_service.start()  # registers the broker; bundles are taken on lookup
@@ -231,6 +240,8 @@ class BrokerService(TopicAdmin):
             except Exception:
                 log.debug("closing connection failed", exc_info=True)
         await self.compaction.aclose()
+        if self.transactions is not None:
+            await self.transactions.aclose()
         try:
             await wait_for(self.clock, self.topics.close_all(), CLOSE_TIMEOUT_S * 3)
         except Exception:

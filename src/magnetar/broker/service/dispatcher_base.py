@@ -260,7 +260,11 @@ class Dispatcher:
         else:
             chosen = set(positions)
             self._redeliver = [p for p in self._redeliver if p not in chosen]
-        return await self.subscription.cursor.replay_entries(positions)
+        entries = await self.subscription.cursor.replay_entries(positions)
+        txn = getattr(self.subscription.topic, "txn_buffer", None)  # None: transactions off (or a test double)
+        if txn is not None:  # markers, aborted and transaction-held entries never go out
+            entries, _ = await txn.filter_entries(self.subscription, entries, replay=True)
+        return entries
 
     async def read_new(self, budget: int, epoch: int) -> list[Entry] | None:
         """New entries from the cursor's read position, minus the ones delivery delays."""
@@ -269,6 +273,11 @@ class Dispatcher:
         )
         if not entries:
             return None
+        txn = getattr(self.subscription.topic, "txn_buffer", None)  # None: transactions off (or a test double)
+        if txn is not None:  # stop at the max-read position; drop markers, aborted, held (transaction.buffer)
+            entries, blocked = await txn.filter_entries(self.subscription, entries)
+            if blocked and not entries:
+                return None
         if self.delayed is not None and epoch == self._epoch:
             entries = self.delayed.filter(entries)
         return entries

@@ -23,7 +23,7 @@ import asyncio
 import enum
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.service.rates import Rate
 from magnetar.managed_ledger.api import Position
@@ -117,9 +117,15 @@ class Producer:
         num_messages: int,
         is_batch: bool,
         data: bytes,
+        txnid: Any = None,
     ) -> None:
-        """Start storing one entry; the receipt goes out in order when it (and all before it) completes."""
-        fut = self.topic.add_entry(self, data, num_messages, is_batch)
+        """Start storing one entry; the receipt goes out in order when it (and all before it) completes.
+
+        ``txnid``: the (most, least) transaction id of a transactional SEND (transaction.buffer)."""
+        if txnid is None:
+            fut = self.topic.add_entry(self, data, num_messages, is_batch)
+        else:
+            fut = self.topic.add_entry(self, data, num_messages, is_batch, txnid)
         pending = PendingPublish(sequence_id, highest_sequence_id, num_messages, len(data), fut)
         self._pending.append(pending)
         self._drained.clear()

@@ -31,6 +31,18 @@ _SUMMED = (
 )
 
 
+def _txn_counts(topic: PersistentTopic) -> dict:
+    """TopicStats' ongoingTxnCount / abortedTxnCount / committedTxnCount (transaction.buffer)."""
+    buf = getattr(topic, "txn_buffer", None)
+    if buf is None:
+        return {"ongoingTxnCount": 0, "abortedTxnCount": 0, "committedTxnCount": 0}
+    return {
+        "ongoingTxnCount": len(buf.ongoing),
+        "abortedTxnCount": buf.aborted_count,
+        "committedTxnCount": buf.committed_count,
+    }
+
+
 def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
     subs = {name: s.to_stats() for name, s in sorted(topic.subscriptions.items())}
     replicator_cursors = {r.cursor.name for r in topic.replicators.values()}
@@ -83,6 +95,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         **_offload_stats(topic),
         "oldestBacklogMessageAgeSeconds": topic.oldest_backlog_age_s,
         "publishRateLimitedTimes": topic.publish_rate_limited_times,
+        **_txn_counts(topic),
         "publishers": [p.to_stats() for p in topic.producers.values()],
         "waitingPublishers": 0,
         "subscriptions": subs,

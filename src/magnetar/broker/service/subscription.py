@@ -26,11 +26,14 @@ from magnetar.broker.service.dispatch_rate import DispatchWindow
 from magnetar.broker.service.dispatcher_base import Dispatcher
 from magnetar.broker.service.dispatcher_multi import MultiConsumerDispatcher
 from magnetar.broker.service.dispatcher_single import SingleActiveConsumerDispatcher
-from magnetar.managed_ledger.api import ManagedCursor, Position
+from magnetar.broker.transaction.pending_ack import bits_of
+from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerError, Position
 from magnetar.protocol.enums import SubType
 
 if TYPE_CHECKING:
     from magnetar.broker.service.topic import PersistentTopic
+    from magnetar.broker.transaction.model import TxnID
+    from magnetar.broker.transaction.pending_ack import PendingAckHandle
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,9 @@ class Subscription:
         self.closed = False
         # Set by compacted_dispatch.enable_read_compacted: builds the read_compacted dispatcher.
         self.read_compacted_factory: Callable[[Subscription, int], Dispatcher] | None = None
+        # Acks held by open transactions (transaction.pending_ack), durable subscriptions of
+        # topics with a transaction buffer; set by the topic when it creates the subscription.
+        self.pending_ack: PendingAckHandle | None = None
 
     @property
     def consumers(self) -> list[Consumer]:
@@ -145,6 +151,40 @@ class Subscription:
             self.dispatcher.forget_up_to(upto)
             self.dispatcher.notify()
 
+    async def ack_in_txn(
+        self,
+        consumer: Consumer,
+        txnid: TxnID,
+        acks: Sequence[tuple[Position, list[int] | None, int]],
+        cumulative: bool,
+    ) -> None:
+        """An ACK carrying a transaction id: held until the transaction ends (transaction.pending_ack).
+
+        ``acks``: (position, ack_set or None, batch size); an ack_set acknowledges the batch
+        indexes whose bits are clear."""
+        if self.pending_ack is None:
+            raise errors.NotAllowedError("Transactional acks need a durable subscription with transactions enabled")
+        if cumulative and self.sub_type in (SubType.Shared, SubType.Key_Shared):
+            raise errors.NotAllowedError("Cumulative acks are not allowed on Shared and Key_Shared subscriptions")
+        whole: list[Position] = []
+        batch: list[tuple[Position, int, int]] = []
+        for pos, ack_set, size in acks:
+            if not ack_set or not any(ack_set) or cumulative:
+                whole.append(pos)
+                continue
+            size = size or 64 * len(ack_set)
+            acked = ((1 << size) - 1) & ~bits_of(ack_set)
+            if acked == (1 << size) - 1:
+                whole.append(pos)
+            elif acked:
+                batch.append((pos, acked, size))
+        try:
+            held = await self.pending_ack.ack(txnid, whole, cumulative, batch)
+        except ManagedLedgerError as exc:  # the pending-ack log could not take it
+            raise errors.translate(exc) from exc
+        if held and not cumulative:
+            self._acked(consumer, held, self.topic.clock.time_ms())
+
     # ------------------------------------------------------------ redelivery
     def redeliver_unacknowledged(self, consumer: Consumer, positions: list[Position] | None) -> None:
         if self.dispatcher is None:
@@ -174,6 +214,11 @@ class Subscription:
         self.closed = True
         if self.dispatcher is not None:
             await self.dispatcher.close()
+        if self.pending_ack is not None:
+            try:
+                await self.pending_ack.close()
+            except Exception:
+                log.debug("closing the pending-ack log of %s failed", self.name, exc_info=True)
         try:
             await self.cursor.close()
         except Exception:

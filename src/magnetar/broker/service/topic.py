@@ -73,6 +73,8 @@ if TYPE_CHECKING:
     from magnetar.broker.replication.service import InboundReplication
     from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
     from magnetar.broker.service.consumer import Consumer
+    from magnetar.broker.transaction.buffer import TransactionBuffer
+    from magnetar.broker.transaction.model import TxnID
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +130,8 @@ class PersistentTopic:
         self._last_active_ms = self.created_ms
         self._last_entry: tuple[Position, int, bool] | None = None
         self.dedup: Any = None  # MessageDeduplication when enabled (set by the registry on load)
+        # transaction.buffer.TransactionBuffer when transactions are enabled (set by the registry on load)
+        self.txn_buffer: TransactionBuffer | None = None
         self._adds: set[asyncio.Task[Position]] = set()  # adds in flight (one per SEND)
         # Policies: the effective value (replaced whole by apply_policies) and the state the
         # admission checks and the policy enforcer keep per topic.
@@ -197,12 +201,18 @@ class PersistentTopic:
 
     # ------------------------------------------------------------ publish
     def add_entry(
-        self, producer: Producer, data: bytes, n_messages: int, is_batch: bool
+        self, producer: Producer, data: bytes, n_messages: int, is_batch: bool, txnid: TxnID | None = None
     ) -> asyncio.Future[Position]:
         if self.state is not TopicState.ACTIVE:
             fut: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
             fut.set_exception(errors.TopicFencedError(f"Topic {self.name} is closing"))
             return fut
+        if txnid is not None:  # a transactional SEND: stored now, visible on commit (transaction.buffer)
+            if self.txn_buffer is None:
+                fut = asyncio.get_running_loop().create_future()
+                fut.set_exception(errors.NotAllowedError("Transactions are not enabled on this broker"))
+                return fut
+            return self.txn_buffer.append(txnid, lambda: self._start_add(data, n_messages, is_batch))
         if self.dedup is not None:
             fut = self.dedup.add(
                 producer.producer_name, data, lambda: self._start_add(data, n_messages, is_batch)
@@ -267,11 +277,15 @@ class PersistentTopic:
             cursor = await self.ml.open_cursor(name, init)
         else:
             cursor = await self.ml.new_non_durable_cursor(self._reader_start(start, initial_position), name)
+        pending_ack = None
+        if durable and self.txn_buffer is not None:
+            pending_ack = await self.txn_buffer.load_pending_ack(name, cursor)
         sub = self.subscriptions.get(name)
-        if sub is not None:  # created concurrently while we awaited
-            return sub
+        if sub is not None:  # created concurrently while we awaited (its pending-ack log is the same
+            return sub  # managed ledger, shared through the factory: the winner owns it)
         self.check_active()
         sub = Subscription(self, name, cursor, durable)
+        sub.pending_ack = pending_ack
         self.subscriptions[name] = sub
         return sub
 
@@ -307,11 +321,15 @@ class PersistentTopic:
         await sub.close()
         if sub.durable:
             await self.ml.delete_cursor(sub.name)
+        if sub.pending_ack is not None:
+            await sub.pending_ack.delete()
 
     # ------------------------------------------------------------ last message id
     async def last_message_id(self) -> tuple[Position, int]:
         """(last position, batch index) -- batch index num_messages-1 for a batch entry, else -1."""
         pos = self.ml.last_confirmed_entry
+        if self.txn_buffer is not None:  # not past an open transaction, not on a marker
+            pos = await self.txn_buffer.last_dispatchable(pos)
         if pos.entry_id < 0:
             # Just rolled over to an empty ledger: the last stored entry is in an earlier one
             # (clients read "(L, -1)" as "nothing there": has_message_available would be False).
@@ -358,9 +376,19 @@ class PersistentTopic:
                 c.cnx.broker_closed_consumer(c)
         for sub in list(self.subscriptions.values()):
             await sub.close()
+            if delete and sub.pending_ack is not None:
+                try:
+                    await sub.pending_ack.delete()
+                except ManagedLedgerError:
+                    log.warning("deleting the pending-ack log of %s/%s failed", self.name, sub.name, exc_info=True)
         self.subscriptions.clear()
         if self.dedup is not None and not delete:
             await self.dedup.close()
+        if self.txn_buffer is not None:
+            try:
+                await (self.txn_buffer.delete() if delete else self.txn_buffer.close())
+            except Exception:
+                log.warning("closing the transaction buffer of %s failed", self.name, exc_info=True)
         try:
             if delete:
                 await self.ml.delete()

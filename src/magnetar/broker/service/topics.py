@@ -144,6 +144,8 @@ class TopicRegistry:
             if await deduplication_enabled(self._svc, topic):
                 topic.dedup = await MessageDeduplication.load(topic)
             await self._start_replication(topic)
+            if self._svc.transactions is not None:  # the topic's transaction buffer, recovered
+                topic.txn_buffer = await self._svc.transactions.load_buffer(topic)
         except BaseException as exc:
             if self._topics.get(ref.full_name) is fut:
                 del self._topics[ref.full_name]

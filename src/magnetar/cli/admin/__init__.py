@@ -2,7 +2,7 @@
 
 Theory of operation: one argparse subtree mirroring ``pulsar-admin`` (groups
 ``clusters``, ``tenants``, ``namespaces``, ``topics``, ``topicPolicies`` /
-``topic-policies``, ``brokers``, ``broker-stats``, ``bookies``, ``schemas``)
+``topic-policies``, ``brokers``, ``broker-stats``, ``bookies``, ``schemas``, ``transactions``)
 with its subcommand and flag names; each group lives in its own module and
 registers leaf commands whose ``admin_func`` does one or a few calls through
 :class:`magnetar.admin_client.PulsarAdmin`.
@@ -45,6 +45,7 @@ from magnetar.cli.admin import (
     tenants,
     topic_policies,
     topics,
+    transactions,
 )
 from magnetar.cli.admin.common import OUTPUT_FORMATS, CliUsageError, Ctx, LazyGroups
 from magnetar.common.errors import InvalidArgument
@@ -85,6 +86,7 @@ GROUPS = (
     ),
     ("bookies", "registered bookies and their rack placement", brokers.register_bookies, ()),
     ("schemas", "the schema registry: schemas of topics", schemas.register, ()),
+    ("transactions", "transaction coordinators, buffers and pending acks", transactions.register, ()),
     (
         "functions",
         "Pulsar Functions: create, status, stats, state",

@@ -18,6 +18,7 @@ from typing import Any
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.service.handlers import consumer, lookup, misc, producer
+from magnetar.broker.service.handlers.txn import TXN_HANDLERS
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import CommandType as T
 
@@ -41,6 +42,7 @@ HANDLERS: dict[int, Callable[..., Any]] = {
     T.GET_LAST_MESSAGE_ID: consumer.handle_get_last_message_id,
     T.CONSUMER_STATS: misc.handle_consumer_stats,
     T.AUTH_RESPONSE: misc.handle_auth_response,
+    **TXN_HANDLERS,  # transactions (handlers/txn.py)
 }
 
 SYNC = frozenset({T.SEND, T.FLOW})

@@ -30,6 +30,7 @@ from magnetar.broker.service.consumer import Consumer
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.schemas import check_consumer_schema
 from magnetar.broker.service.subscription import SUB_TYPE_NAMES
+from magnetar.broker.transaction.model import TxnID
 from magnetar.managed_ledger.api import Position
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import AckType, InitialPosition, SubType
@@ -152,7 +153,14 @@ async def handle_ack(cnx: Connection, frame: Any) -> None:
     if ic is not None:
         positions = [(_pos(m).ledger_id, _pos(m).entry_id) for m in cmd.message_id]
         ic.on_message_ack(consumer, positions, cmd.ack_type == AckType.Cumulative)
-    if cmd.ack_type == AckType.Cumulative:
+    if cmd.HasField("txnid_most_bits") and cmd.HasField("txnid_least_bits"):  # transaction.pending_ack
+        txnid = TxnID(cmd.txnid_most_bits, cmd.txnid_least_bits)
+        acks = [
+            (_pos(m), list(m.ack_set) or None, m.batch_size if m.HasField("batch_size") else 0)
+            for m in cmd.message_id
+        ]
+        await sub.ack_in_txn(consumer, txnid, acks, cmd.ack_type == AckType.Cumulative)
+    elif cmd.ack_type == AckType.Cumulative:
         if cmd.message_id:
             mid = cmd.message_id[-1]
             await sub.ack_cumulative(consumer, _pos(mid), list(mid.ack_set) or None)

@@ -27,6 +27,8 @@ from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.schemas import producer_schema_version
 from magnetar.broker.service.topic import PersistentTopic
+from magnetar.broker.transaction.errors import TransactionsDisabledError
+from magnetar.broker.transaction.model import TxnID as txn_id
 from magnetar.managed_ledger.api import ManagedLedgerError
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import ServerError
@@ -132,10 +134,16 @@ def handle_send(cnx: Connection, frame: Any) -> None:
     if refused is not None:
         producer.reject(cmd.sequence_id, highest, refused)
         return
+    txnid = None
+    if cmd.HasField("txnid_most_bits") and cmd.HasField("txnid_least_bits"):
+        txnid = txn_id(cmd.txnid_most_bits, cmd.txnid_least_bits)  # transaction.buffer holds it
+        if producer.topic.txn_buffer is None:
+            producer.reject(cmd.sequence_id, highest, TransactionsDisabledError())
+            return
     ic = cnx.service.interceptor
     if ic is not None:
         ic.on_message_publish(producer, data)
-    producer.publish(cmd.sequence_id, highest, max(1, n), is_batch, data)
+    producer.publish(cmd.sequence_id, highest, max(1, n), is_batch, data, txnid)
     throttle_publish(producer.topic, cnx, max(1, n), len(data))  # publish rate (.admission)
 
 
