@@ -29,6 +29,7 @@ from magnetar.functions.instance import FunctionInstance, InstanceStats
 from magnetar.functions.state import HttpStateClient
 
 STATS_INTERVAL_S = 1.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _write_stats(path: Path, stats: InstanceStats) -> None:
@@ -82,12 +83,22 @@ async def _main(spec: dict) -> None:
         state.close()
 
 
+def _resume_on_parent_death() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGCONT), 0, 0, 0)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m magnetar.functions.instance_main SPEC.json", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _resume_on_parent_death()
     spec = json.loads(Path(args[0]).read_text())
     try:
         asyncio.run(_main(spec))

@@ -11,13 +11,15 @@ and only ever calls ``start``, ``stop``, ``restart`` and ``status`` on it.
   with a JSON spec file, one subprocess per instance.  The child writes its stats
   to ``stats.json`` (atomically, every second) and the runtime reads them.
 
-Resources (``FunctionConfig.resources``): the process runtime enforces
-``ram`` -- a watchdog samples the child's resident memory every
-``RAM_CHECK_S`` and kills it when it is over (the status says so, and the
-supervisor restarts it, as an OOM kill would); ``cpu`` and ``disk`` are
-accepted and not enforced (no cgroups here; Pulsar's process runtime does not
-enforce them either).  The thread runtime shares the worker's memory, so the
-worker refuses ``ram`` for it (``functions.worker``).
+Resources (``FunctionConfig.resources``): the process runtime enforces all
+three with a :class:`~magnetar.functions.limits.ResourceWatchdog` beside each
+child -- ``cpu`` by throttling it (SIGSTOP/SIGCONT), ``ram`` and ``disk`` by
+killing it when over (the status says why, and the supervisor restarts it, as
+an OOM kill would).  Each process instance runs in its own scratch directory
+(``work/instance-N``, its working directory and ``TMPDIR``, emptied at each
+start, as a container's writable layer), which is what ``disk`` measures.  The
+thread runtime shares the worker's CPU, memory and directory, so the worker
+refuses ``resources`` for it (``functions.worker``).
 
 Both keep a supervisor task that restarts the instance when it dies (a process
 exit, or the instance task raising), after a backoff that grows from 1 s to
@@ -33,6 +35,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
@@ -42,6 +45,7 @@ from typing import Any
 from magnetar.functions.auth import NO_AUTH, ClientAuth
 from magnetar.functions.config import FunctionConfig
 from magnetar.functions.instance import FunctionInstance, InstanceStats
+from magnetar.functions.limits import ResourceWatchdog
 from magnetar.functions.state import HttpStateClient
 
 log = logging.getLogger(__name__)
@@ -50,7 +54,6 @@ BACKOFF_MIN_S = 1.0
 BACKOFF_MAX_S = 30.0
 HEALTHY_AFTER_S = 60.0
 STOP_TIMEOUT_S = 10.0
-RAM_CHECK_S = 0.5
 
 
 class InstanceRuntime:
@@ -199,12 +202,19 @@ class ProcessRuntime(InstanceRuntime):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # absolute: the child's working directory is its scratch directory
+        self.work_dir, self.code_path = self.work_dir.absolute(), os.path.abspath(self.code_path)
         self._proc: asyncio.subprocess.Process | None = None
-        self._over_ram = ""
+        self._watchdog: ResourceWatchdog | None = None
+        self._over_limit = ""
 
     @property
     def stats_path(self) -> Path:
         return self.work_dir / f"instance-{self.instance_id}.stats.json"
+
+    @property
+    def scratch_dir(self) -> Path:
+        return self.work_dir / f"instance-{self.instance_id}"
 
     @property
     def pid(self) -> int | None:
@@ -231,48 +241,42 @@ class ProcessRuntime(InstanceRuntime):
         )
         with contextlib.suppress(FileNotFoundError):
             self.stats_path.unlink()
+        scratch = self.scratch_dir
+        await asyncio.to_thread(shutil.rmtree, scratch, True)
+        (scratch / "tmp").mkdir(parents=True)
         log_file = open(self.work_dir / f"instance-{self.instance_id}.log", "ab")  # noqa: SIM115, ASYNC230
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "magnetar.functions.instance_main", str(spec),
-                stdin=asyncio.subprocess.DEVNULL, stdout=log_file, stderr=log_file,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                stdin=asyncio.subprocess.DEVNULL, stdout=log_file, stderr=log_file, cwd=scratch,
+                env={**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(scratch / "tmp")},
             )  # fmt: skip
         finally:
             log_file.close()
-        ram = (self.config.resources or {}).get("ram")
-        watch = asyncio.create_task(self._watch_ram(self._proc, int(ram))) if ram else None
+        dog = ResourceWatchdog(self._proc.pid, self.config.resources or {}, scratch)
+        watch = asyncio.create_task(self._guard(self._proc, dog)) if dog.active else None
+        self._watchdog = dog
         try:
             code = await self._proc.wait()
         finally:
+            self._watchdog = None
             if watch is not None:
                 watch.cancel()
                 await asyncio.gather(watch, return_exceptions=True)
-        if self._over_ram:
-            reason, self._over_ram = self._over_ram, ""
+        if self._over_limit:
+            reason, self._over_limit = self._over_limit, ""
             raise RuntimeError(reason)
         if not self._stop.is_set():
             raise RuntimeError(f"the instance process exited with code {code}")
 
-    async def _watch_ram(self, proc: asyncio.subprocess.Process, limit: int) -> None:
-        """Kill the instance when its resident memory exceeds ``resources.ram`` (as an OOM kill)."""
-        import psutil
-
-        try:
-            ps = psutil.Process(proc.pid)
-            while proc.returncode is None:
-                rss = ps.memory_info().rss
-                if rss > limit:
-                    self._over_ram = f"killed: resident memory {rss} bytes exceeded resources.ram {limit}"
-                    log.warning(
-                        "function %s instance %d %s", self.config.fqfn, self.instance_id, self._over_ram
-                    )
-                    with contextlib.suppress(ProcessLookupError):
-                        proc.kill()
-                    return
-                await asyncio.sleep(RAM_CHECK_S)
-        except psutil.Error:
-            return
+    async def _guard(self, proc: asyncio.subprocess.Process, dog: ResourceWatchdog) -> None:
+        """Run the watchdog; kill the instance when it reports a limit exceeded (as an OOM kill)."""
+        reason = await dog.run()
+        if reason and proc.returncode is None:
+            self._over_limit = reason
+            log.warning("function %s instance %d %s", self.config.fqfn, self.instance_id, reason)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
 
     async def _halt(self) -> None:
         proc = self._proc
@@ -280,6 +284,8 @@ class ProcessRuntime(InstanceRuntime):
             return
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGTERM)
+        if self._watchdog is not None:
+            self._watchdog.release()  # a throttled (SIGSTOPped) instance must see its SIGTERM
         try:
             async with asyncio.timeout(STOP_TIMEOUT_S):
                 await proc.wait()

@@ -277,12 +277,15 @@ class FunctionsWorker:
 
     def _check_runtime(self, cfg: FunctionConfig) -> None:
         kind = cfg.runtime_kind.value if cfg.runtime_kind else self.default_runtime
-        if kind == "thread" and (cfg.resources or {}).get("ram"):
-            raise WorkerError(
-                400,
-                "resources.ram cannot be enforced in the thread runtime (instances share the worker's "
-                'memory); use the process runtime (customRuntimeOptions {"runtime": "process"})',
-            )
+        what = {"ram": "memory", "cpu": "CPU", "disk": "working directory"}
+        for key in ("ram", "cpu", "disk"):
+            if kind == "thread" and (cfg.resources or {}).get(key):
+                raise WorkerError(
+                    400,
+                    f"resources.{key} cannot be enforced in the thread runtime (instances share the "
+                    f"worker's {what[key]}); use the process runtime "
+                    '(customRuntimeOptions {"runtime": "process"})',
+                )
 
     async def register(
         self, doc: Any, code: bytes | None, filename: str | None, component: str | None = None

@@ -260,6 +260,16 @@ async def builtins(request: Request, family: str, what: str) -> Any:
     return JSONResponse([c for c in catalogue() if kind in c.get("kinds", [])])
 
 
+class _Started:
+    """The handle ``_worker`` awaits, for a worker already started (a worker process of its own)."""
+
+    def __init__(self, worker: Any) -> None:
+        self.worker = worker
+
+    async def get(self) -> Any:
+        return self.worker
+
+
 def create_worker_app(worker: Any, auth_services: Any = None) -> Any:
     """The REST API of a worker process of its own (``magnetar functions-worker``): these routes only.
 
@@ -271,7 +281,7 @@ def create_worker_app(worker: Any, auth_services: Any = None) -> Any:
     from magnetar.web.errors import install_error_handlers
 
     app = FastAPI(title="magnetar functions worker", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.functions_worker = worker
+    app.state.functions_worker = _Started(worker)
     install_error_handlers(app)
     if auth_services is not None:
         app.state.broker_service = auth_services
