@@ -275,6 +275,16 @@ def test_100_topics_through_each_broker_and_the_proxy_owned_by_several(cluster):
     assert len(set(owned.values())) >= 2, owned
     topic_owners = {owner_index(cluster, t) for t in topics[:30]}
     assert len(topic_owners) >= 2, topic_owners
+    # what `magnetar cluster status` reads: three registered brokers, a leader, the same owners
+    from magnetar.cli.cluster import read_cluster_metadata
+
+    md = asyncio.run(read_cluster_metadata(cluster.metadata_url))
+    assert sorted(md["brokers"]) == sorted(cluster.web_url(i).split("://", 1)[1] for i in range(3)), md
+    assert md["leader"] is not None
+    status_owners = {
+        b.rsplit("/", 1)[1]: o["nativeUrl"] for b, o in md["bundles"].items() if b.startswith(ns)
+    }
+    assert set(status_owners) == set(owned) and len(set(status_owners.values())) >= 2, status_owners
 
 
 # ---------------------------------------------------------------- (2) unload mid-stream
@@ -338,11 +348,12 @@ def test_broker_paused_past_its_session_timeout_comes_back_without_restart(clust
 # ---------------------------------------------------------------- (5) bookie lost, re-replicated
 def test_bookie_killed_and_its_ledgers_re_replicated(cluster):
     ns = new_namespace(cluster, bundles=4)
-    http(
+    status, body = http(  # keep every ledger, so the lost bookie's ones stay to be checked
         "POST",
         f"{cluster.web_url(live_brokers(cluster)[0])}/admin/v2/namespaces/{ns}/retention",
         {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1},
     )
+    assert status == 204, body
     topic = f"persistent://{ns}/bk"
     ml_name = f"{ns}/persistent/bk"
     stream = Stream(cluster.service_url, topic)
@@ -352,6 +363,7 @@ def test_bookie_killed_and_its_ledgers_re_replicated(cluster):
         on = {b for ens in ensembles.values() for e in ens for b in e}
         victim = next(n for n in cluster.names("bookie") if cluster.ready[n][0] in on)
         victim_id = cluster.ready[victim][0]
+        before_on_victim = sorted(lid for lid, ens in ensembles.items() if any(victim_id in e for e in ens))
         cluster.kill(victim)
         stream.wait_acked(100, timeout_s=60)  # writes go on after an ensemble change
         # close the ledger (unload): a closed ledger is repaired without a grace period
@@ -375,6 +387,13 @@ def test_bookie_killed_and_its_ledgers_re_replicated(cluster):
             f"ledgers still on {victim_id}: {left}\n{cluster.log('autorecovery', 60)}"
         )
         time.sleep(1)
+    assert set(before_on_victim) <= set(ensembles), (before_on_victim, ensembles)
+    # auto-recovery copied them (a writer's ensemble change never rewrites an old fragment)
+    log = cluster.log("autorecovery", 400)
+    assert all(f"replicated ledger {lid} " in log for lid in before_on_victim), (
+        before_on_victim,
+        log[-3000:],
+    )
     # every fragment is back at two replicas, on live bookies
     live_ids = {cluster.ready[n][0] for n in cluster.names("bookie") if cluster.running(n)}
     assert all(len(e) == 2 and set(e) <= live_ids for ens in ensembles.values() for e in ens), ensembles
