@@ -94,10 +94,20 @@ def test_cluster_up_status_down(tmp_path):
         assert all(p.get("healthy", True) for p in report["processes"]), report
         assert sum("healthy" in p for p in report["processes"]) == 5, report  # 2 bookies, 2 brokers, proxy
         assert len(report["metadata"]["bookies"]) == 2, report["metadata"]
-        if report["metadata"]["brokers"]:  # registration (the ownership work) is in this build
-            assert len(report["metadata"]["brokers"]) == 2, report["metadata"]
+        assert len(report["metadata"]["brokers"]) == 2, report["metadata"]  # registered, both
+        assert report["metadata"]["leader"] is not None, report["metadata"]
+        web_ids = {by_name[n]["urls"]["webServiceUrl"].split("://", 1)[1] for n in ("broker-0", "broker-1")}
+        assert set(report["metadata"]["brokers"]) == web_ids, report["metadata"]
+        # the round trips' topics live in public/default's bundles: their owners are listed
+        default_bundles = {
+            b: o for b, o in report["metadata"]["bundles"].items() if b.startswith("public/default/")
+        }
+        assert default_bundles, report["metadata"]["bundles"]
+        broker_urls = {by_name[n]["urls"]["serviceUrl"] for n in ("broker-0", "broker-1")}
+        assert all(o["nativeUrl"] in broker_urls for o in default_bundles.values()), default_bundles
         text = _magnetar("cluster", "status", "--data-dir", str(data))
         assert "broker-1" in text.stdout and "bookies available:" in text.stdout
+        assert "bundle owners:" in text.stdout and "public/default/0x" in text.stdout, text.stdout
         again = _magnetar("cluster", "up", "--data-dir", str(data))
         assert again.returncode == 1 and "already running" in again.stderr
     finally:
