@@ -67,6 +67,34 @@ def lookup(cluster: ClusterProcesses, topic: str, via: int = 0) -> str:
     raise AssertionError("no live broker")
 
 
+def unload(cluster: ClusterProcesses, namespace: str) -> int:
+    req = urllib.request.Request(f"{cluster.web_url(0)}/admin/v2/namespaces/{namespace}/unload", method="PUT")
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return r.status
+
+
+def loaded_coordinators(cluster: ClusterProcesses) -> list[str]:
+    """The coordinator ids loaded on every live broker (admin coordinatorStats), repeats kept."""
+    out = []
+    for i in range(BROKERS):
+        if cluster.running(f"broker-{i}"):
+            url = f"{cluster.web_url(i)}/admin/v3/transactions/coordinatorStats"
+            with urllib.request.urlopen(url, timeout=30) as r:
+                out.extend(json.loads(r.read()))
+    return out
+
+
+def buffer_stats(cluster: ClusterProcesses, topic: str) -> object:
+    """The transaction buffer's stats where the topic is served (for failure messages)."""
+    i = int(broker_name(cluster, lookup(cluster, topic))[-1])
+    url = f"{cluster.web_url(i)}/admin/v3/transactions/transactionBufferStats/{topic.split('://', 1)[1]}"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return json.loads(r.read())
+    except Exception as e:  # noqa: BLE001 -- only for the message
+        return repr(e)
+
+
 def broker_name(cluster: ClusterProcesses, url: str) -> str:
     return next(n for n in cluster.names("broker") if cluster.broker_url(int(n[-1])) == url)
 
@@ -147,6 +175,26 @@ async def test_commit_and_abort_span_two_brokers(cluster, client):
     assert (await c2.receive(10_000)).data() == b"plain"
 
 
+async def test_coordinators_move_with_an_unload(cluster, client):
+    """Unloading ``pulsar/system`` closes the coordinators; the next requests load them again
+    (recovered from their logs) wherever the bundles go, and a transaction opened before
+    commits after."""
+    t1, t2 = two_topics_on_two_brokers(cluster)
+    p1 = await client.create_producer(t1, batching_enabled=False)
+    p2 = await client.create_producer(t2, batching_enabled=False)
+    c1 = await client.subscribe(t1, "s", initial_position="earliest")
+    opened = [await client.transaction(timeout=60) for _ in range(2)]  # one per coordinator
+    for txn in opened:
+        await p1.send(b"u", txn=txn)
+    assert unload(cluster, "pulsar/system") == 204
+    assert loaded_coordinators(cluster) == []  # closed with their bundles
+    for txn in opened:
+        await p2.send(b"u", txn=txn)
+        await txn.commit()
+    assert await drain(c1, 3000) == [b"u", b"u"]
+    assert sorted(loaded_coordinators(cluster)) == ["0", "1"]  # each loaded once, on its owner
+
+
 async def test_kill_coordinator_owner(cluster, client):
     """kill -9 of the broker serving a coordinator: it moves; the committed data stays, a
     transaction committed after the kill completes, one left open times out and aborts."""
@@ -190,6 +238,6 @@ async def test_kill_coordinator_owner(cluster, client):
         got2 = await drain(c2, 3000)
     finally:
         await reader.close()
-    for got in (got1, got2):
-        assert got == [b"before", b"commit"], got
+    for t, got in ((t1, got1), (t2, got2)):
+        assert got == [b"before", b"commit"], (t, got, victim, buffer_stats(cluster, t))
     assert time.monotonic() - started < 60
