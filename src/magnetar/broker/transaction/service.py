@@ -18,8 +18,8 @@ the per-subscription :class:`PendingAckHandle` (when a durable subscription is c
 implements the coordinator's :class:`Participants`: ``end_partition`` /
 ``end_subscription`` end the transaction on the topic -- here when the topic is loaded on
 this broker or its bundle is ours or nobody's (loading it here takes the bundle; a topic
-that no longer exists has nothing to end), else on the bundle's owner, through END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION
-(:mod:`remote`).  Those wire commands, arriving here, reach the same two methods.
+that no longer exists has nothing to end), else on the bundle's owner, through
+END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION (:mod:`remote`).  Those wire commands, arriving here, reach the same two methods.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ class TransactionService:
                     check_interval_ms=self.config.timeout_check_interval_ms,
                 )
             except BaseException as exc:
-                del self._coordinators[tc_id]
+                if self._coordinators.get(tc_id) is fut:  # (bundle_released may have dropped it)
+                    del self._coordinators[tc_id]
                 fut.set_exception(
                     exc
                     if isinstance(exc, errors.ServiceNotReadyError)
