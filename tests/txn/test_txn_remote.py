@@ -38,20 +38,28 @@ async def test_end_on_partition_and_subscription_over_the_wire(client, topic, tx
 
 
 async def test_remote_owner_is_asked_only_for_topics_owned_elsewhere():
+    """The bundle's owner decides: another broker -> there; us or nobody -> here (loading the
+    topic takes an unowned bundle); a loaded topic never asks."""
     asked = []
+    owners = {"remote": "pulsar://other:6650", "mine": "pulsar://me:6650", "free": None}
 
-    async def lookup(topic):
-        asked.append(topic)
-        return {"brokerUrl": "pulsar://other:6650" if "remote" in topic else "pulsar://me:6650"}
+    async def bundle_of(ref):
+        asked.append(ref.local_name)
+        return ref.local_name
+
+    async def owner_of(bundle):
+        url = owners[bundle]
+        return None if url is None else types.SimpleNamespace(native_url=url)
 
     svc = types.SimpleNamespace(
         topics=types.SimpleNamespace(get_loaded=lambda name: object() if "loaded" in name else None),
-        lookup=lookup,
+        namespace_service=types.SimpleNamespace(bundle_of=bundle_of, owner_of=owner_of),
         broker_service_url=lambda: "pulsar://me:6650",
         clock=RealClock(),
     )
     txns = TransactionService(svc, config=None)  # type: ignore[arg-type]
     assert await txns._remote_owner("persistent://t/n/loaded") is None
-    assert asked == []  # loaded here: no lookup
-    assert await txns._remote_owner("persistent://t/n/local") is None
+    assert asked == []  # loaded here: no ownership read
+    assert await txns._remote_owner("persistent://t/n/mine") is None
+    assert await txns._remote_owner("persistent://t/n/free") is None
     assert await txns._remote_owner("persistent://t/n/remote") == "pulsar://other:6650"

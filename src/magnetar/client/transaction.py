@@ -6,8 +6,9 @@ Pulsar's clients do -- the number of partitions of
 coordinators; coordinator ``i`` lives on the broker that the lookup of partition ``i``
 names; a TC_CLIENT_CONNECT_REQUEST there must succeed before NEW_TXN.  New transactions are
 spread round-robin over the coordinators; later requests go to the coordinator in the
-transaction id's high bits.  A request that loses its connection is retried (new lookup,
-new TC_CLIENT_CONNECT) until the operation timeout.
+transaction id's high bits.  A request that loses its connection, or that the broker answers
+ServiceNotReady / TransactionCoordinatorNotFound (the coordinator's bundle moved), is retried
+(new lookup, new TC_CLIENT_CONNECT) until the operation timeout.
 
 :class:`Transaction` (``async with client.transaction(timeout=...) as txn``):
 
@@ -42,6 +43,7 @@ from magnetar.client.errors import (
     ConnectError,
     InvalidConfiguration,
     PulsarException,
+    ServiceNotReady,
     Timeout,
     TransactionCoordinatorNotFound,
     TransactionNotFound,
@@ -110,7 +112,14 @@ class TransactionCoordinatorClient:
                 cnx = await self._connection(tc_id)
                 frame = await cnx.request(kind, build)
                 return frame.command, retried
-            except (ConnectError, AlreadyClosed, Timeout, OSError) as exc:
+            except (
+                ConnectError,
+                AlreadyClosed,
+                Timeout,
+                OSError,
+                ServiceNotReady,
+                TransactionCoordinatorNotFound,
+            ) as exc:  # the coordinator moved (or is moving): look it up again
                 self._cnx.pop(tc_id, None)
                 if time.monotonic() + RETRY_DELAY_S >= deadline:
                     raise ConnectError(f"transaction coordinator {tc_id} unreachable: {exc}") from exc

@@ -39,14 +39,20 @@ a key are dropped unless ``retain_null_key`` (Pulsar's
 ``topicCompactionRetainNullKey``, default false); server markers always are.
 Chunked messages are not reassembled: each chunk is treated as a message of
 its own (as Pulsar's compactor does not support them either).
+
+Transactions: when the topic has a transaction buffer (``txn_view_of(ml)``), a run
+compacts only up to its max-read position (never past the first entry of an open
+transaction, so the horizon never covers an uncommitted message) and skips the entries
+of aborted transactions; commit/abort markers are dropped like every server marker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from magnetar.bookkeeper.api import BKError, BookKeeper, DigestType, NoSuchLedgerError
 from magnetar.broker.compaction.errors import CompactionError, CompactionTooManyKeys
@@ -59,6 +65,8 @@ from magnetar.managed_ledger.api import (
     ManagedLedgerError,
     Position,
 )
+from magnetar.protocol.payload import peek_metadata
+from magnetar.protocol.txn_markers import txn_of
 from magnetar.runtime import Clock
 
 log = logging.getLogger(__name__)
@@ -66,6 +74,13 @@ log = logging.getLogger(__name__)
 COMPACTION_SUBSCRIPTION = "__compaction"
 COMPACTED_TOPIC_LEDGER_PROPERTY = "CompactedTopicLedger"
 PENDING_LEDGER_PROPERTY = "CompactionPendingLedger"
+
+
+class TxnView(Protocol):
+    """What the compactor needs of a topic's transaction buffer."""
+
+    def max_read_position(self) -> Position: ...
+    def is_aborted(self, most: int, least: int) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -118,10 +133,17 @@ def read_horizon(ml: ManagedLedger) -> CompactionHorizon | None:
 
 
 class Compactor:
-    def __init__(self, bookkeeper: BookKeeper, clock: Clock, config: CompactorConfig | None = None) -> None:
+    def __init__(
+        self,
+        bookkeeper: BookKeeper,
+        clock: Clock,
+        config: CompactorConfig | None = None,
+        txn_view_of: Callable[[ManagedLedger], TxnView | None] | None = None,
+    ) -> None:
         self._bk = bookkeeper
         self._clock = clock
         self.config = config or CompactorConfig()
+        self._txn_view_of = txn_view_of or (lambda _ml: None)
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -143,12 +165,15 @@ class Compactor:
         old_ledger = props.get(COMPACTED_TOPIC_LEDGER_PROPERTY)
         start = cursor.mark_delete_position.next()
         end = ml.last_confirmed_entry
+        txn = self._txn_view_of(ml)
+        if txn is not None:
+            end = min(end, txn.max_read_position())  # never past an open transaction
         if old_ledger is not None:
             result.horizon = CompactionHorizon(cursor.mark_delete_position, int(old_ledger))
         if end < start:
             return result  # nothing new since the horizon
-        latest = await self._phase_one(ml, old_ledger, start, end, result)
-        new_ledger = await self._phase_two(ml, cursor, old_ledger, start, end, latest, result)
+        latest = await self._phase_one(ml, old_ledger, start, end, result, txn)
+        new_ledger = await self._phase_two(ml, cursor, old_ledger, start, end, latest, result, txn)
         await cursor.mark_delete(end, {COMPACTED_TOPIC_LEDGER_PROPERTY: new_ledger})
         await cursor.flush()
         result.horizon = CompactionHorizon(end, new_ledger)
@@ -163,10 +188,11 @@ class Compactor:
         start: Position,
         end: Position,
         result: CompactionResult,
+        txn: TxnView | None = None,
     ) -> dict[str, tuple[int, int, int]]:
         latest: dict[str, tuple[int, int, int]] = {}
         max_keys = self.config.max_keys
-        async for pos, stored in self._sources(ml, old_ledger, start, end):
+        async for pos, stored in self._sources(ml, old_ledger, start, end, txn):
             parsed = parse_entry(stored)
             result.entries_read += 1
             result.messages_read += len(parsed.messages)
@@ -192,6 +218,7 @@ class Compactor:
         end: Position,
         latest: dict[str, tuple[int, int, int]],
         result: CompactionResult,
+        txn: TxnView | None = None,
     ) -> int:
         cfg = self.config
         handle = await self._bk.create_ledger(
@@ -209,7 +236,7 @@ class Compactor:
         await cursor.flush()
         try:
             pending: list[bytes] = []
-            async for pos, stored in self._sources(ml, old_ledger, start, end):
+            async for pos, stored in self._sources(ml, old_ledger, start, end, txn):
                 parsed = parse_entry(stored)
                 out = rewrite_entry(parsed, self._keeper(pos, parsed, latest), cfg.batch_mode)
                 if out is None:
@@ -254,7 +281,12 @@ class Compactor:
     # -- sources ----------------------------------------------------------------------------
 
     async def _sources(
-        self, ml: ManagedLedger, old_ledger: int | None, start: Position, end: Position
+        self,
+        ml: ManagedLedger,
+        old_ledger: int | None,
+        start: Position,
+        end: Position,
+        txn: TxnView | None = None,
     ) -> AsyncIterator[tuple[Position, bytes]]:
         if old_ledger is not None:
             async for item in self._compacted_entries(int(old_ledger)):
@@ -266,6 +298,8 @@ class Compactor:
             for e in entries:
                 if e.position > end:
                     return
+                if txn is not None and _aborted(txn, e.data):
+                    continue
                 yield e.position, e.data
             if not entries or entries[-1].position >= end:
                 return
@@ -334,3 +368,12 @@ class Compactor:
                     raise CompactionError(f"cannot delete compacted ledger {lid}: {e!r}") from e
                 deleted.append(int(lid))
         return deleted
+
+
+def _aborted(txn: TxnView, stored: bytes) -> bool:
+    """Whether the entry belongs to an aborted transaction (never part of the compacted view)."""
+    try:
+        ids = txn_of(peek_metadata(stored))
+    except Exception:  # unparseable: parse_entry counts it as corrupt
+        return False
+    return ids is not None and txn.is_aborted(*ids)

@@ -110,7 +110,11 @@ def self_owner_data(svc: BrokerFace) -> OwnerData:
 
 
 async def close_bundle_topics(svc: BrokerFace, bundle: NamespaceBundle) -> int:
-    """Unloads every loaded topic of ``bundle`` (clients get CLOSE_PRODUCER/CLOSE_CONSUMER)."""
+    """Unloads every loaded topic of ``bundle`` (clients get CLOSE_PRODUCER/CLOSE_CONSUMER),
+    and the transaction coordinators whose partition is in it."""
+    txns = getattr(svc, "transactions", None)
+    if txns is not None:
+        await txns.bundle_released(bundle)
     closed = 0
     for topic in list(svc.topics.loaded()):
         ref = topic.ref

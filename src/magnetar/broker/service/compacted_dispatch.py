@@ -25,7 +25,11 @@ running broker and holds no compaction logic of its own:
   sending are the common round of ``dispatcher_base``).  Acks still go to the cursor.  A rewind (active-consumer change,
   redeliver-all) restarts the view at the first unacknowledged position, or at
   the very beginning of the compacted ledger when nothing was acknowledged yet
-  and the consumer started from the earliest message.
+  and the consumer started from the earliest message.  With transactions the live
+  entries go through the topic's transaction buffer as a plain subscription's do (not
+  past an open transaction; aborted entries and markers never delivered), and the
+  compactor (``txn_view_of``) never compacts past the max-read position nor keeps an
+  aborted message.
 
 * :func:`enable_read_compacted` -- called by SUBSCRIBE when the command has
   ``read_compacted``; it installs the dispatcher factory on the subscription.
@@ -98,6 +102,7 @@ class BrokerCompaction:
                 password=ml_cfg.password,
                 retain_null_key=str(props.get("topicCompactionRetainNullKey", "false")).lower() == "true",
             ),
+            txn_view_of=self._txn_view_of,
         )
         self.service = CompactionService(self.compactor, self._open_ledger, svc.supervisor)
         self.monitor_interval_s = max(
@@ -109,6 +114,13 @@ class BrokerCompaction:
 
     async def _open_ledger(self, topic: str) -> Any:
         return (await self._svc.topics.get_topic(parse_topic(topic), create=False)).ml
+
+    def _txn_view_of(self, ml: Any) -> Any:
+        """The transaction buffer of the loaded topic writing ``ml`` (None: no transactions)."""
+        for t in self._svc.topics.loaded():
+            if t.ml is ml:
+                return getattr(t, "txn_buffer", None)
+        return None
 
     # ------------------------------------------------------------ REST operations
     async def trigger(self, topic: str) -> None:
@@ -284,9 +296,13 @@ class CompactedDispatcher(SingleActiveConsumerDispatcher):
         """The round's read hook: the compacted view instead of the cursor (single-active
         redelivery is a rewind of the view, so there is nothing to replay)."""
         self._redeliver.clear()
-        return (
-            await self.reader.read_entries(min(budget, self._max_read_entries), self._max_read_bytes) or None
-        )
+        entries = await self.reader.read_entries(min(budget, self._max_read_entries), self._max_read_bytes)
+        txn = getattr(self.subscription.topic, "txn_buffer", None)
+        if txn is not None and entries:  # as read_new: stop at an open transaction, drop aborted
+            entries, blocked = await txn.filter_entries(self.subscription, entries)
+            if blocked:  # filter_entries moved the cursor back to the open transaction's entry
+                self.reader.next_position = self.subscription.cursor.read_position
+        return entries or None
 
     async def last_message_id(self, last: Position, batch_index: int) -> tuple[Position, int]:
         """GET_LAST_MESSAGE_ID for this view: when the topic's last entry is at or before the

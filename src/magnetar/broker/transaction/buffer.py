@@ -220,6 +220,9 @@ class TransactionBuffer:
             del self._ended[next(iter(self._ended))]
 
     # ------------------------------------------------------------ dispatch
+    def is_aborted(self, most: int, least: int) -> bool:
+        return TxnID(most, least) in self.aborted
+
     def first_ongoing(self) -> Position | None:
         return min(self.ongoing.values(), default=None)
 

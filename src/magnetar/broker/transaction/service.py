@@ -4,18 +4,22 @@ Theory of operation: one per broker, built by ``BrokerService`` when
 ``transactionCoordinatorEnabled=true`` (else ``BrokerService.transactions`` is None and every
 transactional command is refused).  ``start`` creates the partitioned topic
 ``persistent://pulsar/system/transaction_coordinator_assign`` with ``N`` partitions (kept if
-it exists) and loads the coordinators this broker serves -- all of them (one broker owns
-every bundle; with several brokers, coordinator ``i`` belongs with the owner of partition
-``i``, which the lookup of that partition names) -- each recovered from its log.  A
-TC_CLIENT_CONNECT for a coordinator not loaded yet loads it.
+it exists).  Coordinator ``i`` is owned like any topic: it is served by the owner of the
+bundle of partition ``i`` only.  A standalone owns every bundle and loads all of them at
+start; in a cluster a coordinator loads (recovered from its log, which fences a previous
+owner's ledger) when a TC_CLIENT_CONNECT or another request for it reaches the bundle's
+owner -- the namespace service's ``check_owned`` takes an unowned bundle, and refuses with
+ServiceNotReady when another broker holds it, so the client looks up again.  When the
+bundle is unloaded or its lock lost, :meth:`bundle_released` closes the coordinators in it
+(their timers stop; in-flight ends fail and the next owner drives them on from the log).
 
 The service also builds the per-topic :class:`TransactionBuffer` (when the topic loads) and
 the per-subscription :class:`PendingAckHandle` (when a durable subscription is created), and
 implements the coordinator's :class:`Participants`: ``end_partition`` /
 ``end_subscription`` end the transaction on the topic -- here when the topic is loaded on
-this broker or the lookup names this broker (a topic that no longer exists has nothing to
-end), else on the owner, through END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION
-(:mod:`remote`).  Those wire commands, arriving here, reach the same two methods.
+this broker or its bundle is ours or nobody's (loading it here takes the bundle; a topic
+that no longer exists has nothing to end), else on the bundle's owner, through
+END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION (:mod:`remote`).  Those wire commands, arriving here, reach the same two methods.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
+from magnetar.broker.ownership.bundles import NamespaceBundle, topic_hash
 from magnetar.broker.transaction.buffer import TransactionBuffer
 from magnetar.broker.transaction.config import TransactionConfig
 from magnetar.broker.transaction.coordinator import TransactionCoordinator
@@ -34,6 +39,7 @@ from magnetar.broker.transaction.remote import RemoteParticipants
 
 if TYPE_CHECKING:
     from magnetar.broker.service.broker_service import BrokerService
+    from magnetar.broker.service.names import TopicRef
     from magnetar.broker.service.subscription import Subscription
     from magnetar.broker.service.topic import PersistentTopic
 
@@ -41,6 +47,13 @@ log = logging.getLogger(__name__)
 
 TC_ASSIGN_TOPIC = "persistent://pulsar/system/transaction_coordinator_assign"
 TC_ASSIGN = ("pulsar", "system", "persistent", "transaction_coordinator_assign")
+
+
+def partition_ref(tc_id: int) -> TopicRef:
+    """Partition ``tc_id`` of the coordinator-assign topic: its bundle decides the owner."""
+    from magnetar.broker.service.names import parse_topic
+
+    return parse_topic(f"{TC_ASSIGN_TOPIC}-partition-{tc_id}")
 
 
 class TransactionService:
@@ -60,6 +73,8 @@ class TransactionService:
                 await parts.create(*TC_ASSIGN, self.config.coordinator_count)
             except errors.AlreadyExistsError:
                 pass  # another broker created it meanwhile
+        if getattr(self.svc.namespace_service, "may_redirect", False):
+            return  # a cluster: coordinators load where their partitions' bundles go
         for tc_id in range(await self.coordinator_count()):
             await self.coordinator(tc_id)
 
@@ -79,6 +94,7 @@ class TransactionService:
             fut = asyncio.get_running_loop().create_future()
             self._coordinators[tc_id] = fut
             try:
+                await self.svc.namespace_service.check_owned(partition_ref(tc_id))
                 tc = await TransactionCoordinator.recover(
                     tc_id,
                     self.svc.ml_factory,
@@ -90,14 +106,35 @@ class TransactionService:
                     check_interval_ms=self.config.timeout_check_interval_ms,
                 )
             except BaseException as exc:
-                del self._coordinators[tc_id]
+                if self._coordinators.get(tc_id) is fut:  # (bundle_released may have dropped it)
+                    del self._coordinators[tc_id]
                 fut.set_exception(
-                    TransactionCoordinatorNotFoundError(f"Coordinator {tc_id} failed to load: {exc}")
+                    exc
+                    if isinstance(exc, errors.ServiceNotReadyError)
+                    else TransactionCoordinatorNotFoundError(f"Coordinator {tc_id} failed to load: {exc}")
                 )
                 fut.exception()
                 raise
             fut.set_result(tc)
+            if self._coordinators.get(tc_id) is not fut:  # the bundle went while we recovered
+                await tc.close()
+                raise errors.ServiceNotReadyError(f"Coordinator {tc_id} moved while loading")
         return await asyncio.shield(fut)
+
+    async def bundle_released(self, bundle: NamespaceBundle) -> None:
+        """Closes the coordinators whose partition is in ``bundle`` (unloaded or lost)."""
+        if bundle.namespace != "pulsar/system":
+            return
+        for tc_id, fut in list(self._coordinators.items()):
+            if not bundle.range.contains(topic_hash(partition_ref(tc_id).full_name)):
+                continue
+            del self._coordinators[tc_id]
+            if fut.done() and fut.exception() is None:
+                log.info("coordinator %d: bundle %s released, closing", tc_id, bundle.name)
+                try:
+                    await fut.result().close()
+                except Exception:
+                    log.debug("closing coordinator %d failed", tc_id, exc_info=True)
 
     def loaded_coordinators(self) -> list[TransactionCoordinator]:
         return [
@@ -126,17 +163,21 @@ class TransactionService:
             return None
 
     async def _remote_owner(self, topic: str) -> str | None:
-        """The URL of the broker owning ``topic`` when that is not this one (the lookup's
-        answer); None when the topic is here or its lookup says so."""
+        """The URL of the broker owning ``topic``'s bundle when that is another one; None when
+        the topic is loaded here, or its bundle is ours or nobody's (it then loads here)."""
         from magnetar.broker.service.names import parse_topic
 
-        if self.svc.topics.get_loaded(parse_topic(topic).full_name) is not None:
+        ref = parse_topic(topic)
+        if self.svc.topics.get_loaded(ref.full_name) is not None:
             return None
+        ns = self.svc.namespace_service
         try:
-            url = (await self.svc.lookup(topic)).get("brokerUrl")
-        except errors.TopicNotFoundError:
+            owner = await ns.owner_of(await ns.bundle_of(ref))
+        except (errors.TopicNotFoundError, errors.NamespaceNotFoundError):
             return None
-        return url if url and url != self.svc.broker_service_url() else None
+        if owner is None or owner.native_url in (None, self.svc.broker_service_url()):
+            return None
+        return owner.native_url
 
     async def end_partition(self, topic: str, txnid: TxnID, commit: bool) -> None:
         owner = await self._remote_owner(topic)
