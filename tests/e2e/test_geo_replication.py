@@ -434,3 +434,43 @@ def test_backlog_quota_bounds_an_unreachable_clusters_backlog(clusters) -> None:
         c_a.create_producer(topic).close()  # the backlog went with the cursor
     finally:
         c_a.close()
+
+
+def test_replicator_dispatch_rate_bounds_the_replication_rate(clusters) -> None:  # noqa: ANN001
+    """The topic's ``replicatorDispatchRate`` (20 msg/s) paces A's replicator to B: 60 messages
+    published at once in A reach B over ~2 s (three periods), not all at once."""
+    a, b = clusters
+    name = f"rate-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{NS}/{name}"
+    rate, total = 20, 60
+    c_a, c_b = client(a), client(b)
+    try:
+        consumer = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = c_a.create_producer(topic, batching_enabled=False)
+        url = f"{a.web_url}/admin/v2/persistent/{NS}/{name}/replicatorDispatchRate"
+        http("POST", url, {"dispatchThrottlingRateInMsg": rate, "dispatchThrottlingRateInByte": -1,
+                           "ratePeriodInSecond": 1})  # fmt: skip
+        assert http("GET", url)["dispatchThrottlingRateInMsg"] == rate
+        time.sleep(1.0)  # the policy enforcer hands the loaded topic its new policies
+        for i in range(total):
+            producer.send_async(f"{i:03d}".encode(), None)
+        producer.flush()
+        arrivals: list[float] = []
+        deadline = time.monotonic() + 30
+        while len(arrivals) < total and time.monotonic() < deadline:
+            try:
+                consumer.acknowledge(consumer.receive(timeout_millis=1000))
+            except pulsar.Timeout:
+                continue
+            arrivals.append(time.monotonic())
+        assert len(arrivals) == total
+        span = arrivals[-1] - arrivals[0]
+        first_second = sum(1 for t in arrivals if t - arrivals[0] < 0.9)
+        print(
+            f"replicator rate {rate}/s: {total} messages over {span:.2f}s, {first_second} in the first 0.9 s"
+        )
+        assert span >= 1.6, f"{total} messages at {rate}/s arrived within {span:.2f}s"
+        assert first_second <= rate + 2, first_second
+    finally:
+        c_a.close()
+        c_b.close()

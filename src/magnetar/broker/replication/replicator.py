@@ -29,6 +29,15 @@ While the remote is down nothing moves the cursor, so the backlog grows; the
 topic's backlog quota counts this cursor like any subscription's, so the
 quota bounds it.
 
+``replicatorDispatchRate`` (topic > namespace, per local cluster) bounds
+what each replicator sends: before each send the replicator checks its own
+:class:`~magnetar.broker.service.dispatch_rate.DispatchWindow` against the
+rate (``rate_of``, read from the topic's effective policies on each entry,
+so a policy change applies at once) and, when the period's messages or bytes
+are spent, acknowledges what is done and sleeps until the next period.  An
+entry (a batch counts its messages) larger than what is left still goes;
+the overshoot is debt carried into the next periods, as for consumers.
+
 Counters for stats (``replication`` section, metrics) are plain integer
 adds; ``sample`` turns them into rates on the broker's stats interval.
 """
@@ -42,6 +51,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from magnetar.broker.replication.remote import RemoteProducer, RemoteProducerError
+from magnetar.broker.service.dispatch_rate import NO_LIMIT, DispatchRate, DispatchWindow
 from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerError, Position
 from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
@@ -54,6 +64,7 @@ REPLICATOR_PREFIX = "pulsar.repl"
 READ_BATCH_ENTRIES = 100
 BACKOFF_MIN_S = 0.1
 BACKOFF_MAX_S = 30.0
+THROTTLE_WAITS_MAX = 100  # bound on back-to-back waits before one send (a clock that does not move)
 
 UrlOf = Callable[[str], Awaitable[str | None]]
 
@@ -92,6 +103,7 @@ class Replicator:
         max_pending: int = 1000,
         prefix: str = REPLICATOR_PREFIX,
         credentials: tuple[str, bytes] | None = None,
+        rate_of: Callable[[], DispatchRate] | None = None,
     ) -> None:
         self.topic_name = topic_name
         self.local_cluster = local_cluster
@@ -101,6 +113,9 @@ class Replicator:
         self.clock = clock
         self.max_pending = max(1, max_pending)
         self.credentials = credentials
+        self.rate_of: Callable[[], DispatchRate] = rate_of or (lambda: NO_LIMIT)
+        self._window = DispatchWindow()  # replicatorDispatchRate
+        self.throttled_s = 0.0  # time spent waiting for the rate (stats, tests)
         self.producer_name = f"{prefix}.{local_cluster}"
         self.producer: RemoteProducer | None = None
         self.task: asyncio.Task[None] | None = None
@@ -184,6 +199,12 @@ class Replicator:
                     self._inflight.append((entry.position, None, 0, 0))
                     continue
                 data, n, publish_ms = out
+                rate = self.rate_of()
+                if not rate.unlimited:
+                    await self._throttle(rate)
+                    self._window.current(self.clock.monotonic(), rate)
+                    self._window.messages += n
+                    self._window.bytes += len(data)
                 if not self._inflight:
                     self.oldest_pending_publish_ms = publish_ms
                 self._inflight.append((entry.position, producer.send(data, n), n, len(data)))
@@ -191,6 +212,17 @@ class Replicator:
                     await self._settle(wait_all=False)
             await producer.drain()
             await self._settle(wait_all=False)
+
+    async def _throttle(self, rate: DispatchRate) -> None:
+        """Wait until the current period of ``rate`` has messages and bytes left."""
+        for _ in range(THROTTLE_WAITS_MAX):
+            now_s = self.clock.monotonic()
+            messages, size, ends_s = self._window.left(now_s, rate)
+            if (messages is None or messages > 0) and (size is None or size > 0):
+                return
+            await self._settle(wait_all=False)  # acknowledge what is done before sleeping
+            self.throttled_s += max(0.0, ends_s - now_s)
+            await self.clock.sleep(max(0.0, ends_s - now_s))
 
     def outgoing(self, stored: bytes) -> tuple[bytes, int, int] | None:
         """(bytes to send, message count, publish time) or None when the entry stays here."""

@@ -33,6 +33,7 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
 from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
 from magnetar.broker.resources.base import JsonStore
+from magnetar.broker.service.dispatch_rate import DispatchRate
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError
 from magnetar.metadata.api import MetadataError
 from magnetar.protocol.errors import ProtocolError
@@ -147,6 +148,7 @@ class ReplicationService:
             max_pending=self.max_pending,
             prefix=self.prefix,
             credentials=self.credentials,
+            rate_of=lambda: DispatchRate.from_policy(topic.policies.replicator_dispatch_rate),
         )
         topic.replicators[remote] = replicator
         replicator.task = self._svc.supervisor.spawn(
