@@ -474,3 +474,40 @@ def test_replicator_dispatch_rate_bounds_the_replication_rate(clusters) -> None:
     finally:
         c_a.close()
         c_b.close()
+
+
+def test_deleting_a_replicated_topic_is_forbidden_unless_forced(clusters) -> None:  # noqa: ANN001
+    """As Pulsar: a delete without force of a topic with replicators is refused (400, "Delete
+    forbidden topic is replicated on clusters [B]"); a forced delete removes the local topic only,
+    its replicator closed first, and B's copy stays."""
+    a, b = clusters
+    name = f"del-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{NS}/{name}"
+    c_a, c_b = client(a), client(b)
+    try:
+        consumer = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = c_a.create_producer(topic, batching_enabled=False)
+        for i in range(5):
+            producer.send(f"d{i}".encode())
+        assert len(receive_all(consumer, 5)) == 5
+        producer.close()
+        url = f"{a.web_url}/admin/v2/persistent/{NS}/{name}"
+        with pytest.raises(urllib.error.HTTPError) as err:
+            http("DELETE", url)
+        assert err.value.code == 400
+        assert "replicated on clusters ['B']" in err.value.read().decode()
+        http("DELETE", f"{url}?force=true")
+        with pytest.raises(urllib.error.HTTPError) as err:
+            http("GET", f"{url}/stats")
+        assert err.value.code == 404
+        # The copy in B is untouched: its subscription still there, the messages stored.
+        stats = http("GET", f"{b.web_url}/admin/v2/persistent/{NS}/{name}/stats")
+        assert stats["msgInCounter"] == 5 and "s" in stats["subscriptions"]
+        # A's broker is healthy: a new topic of the namespace still replicates.
+        other = f"persistent://{NS}/after-{name}"
+        c2 = c_b.subscribe(other, "s", initial_position=pulsar.InitialPosition.Earliest)
+        c_a.create_producer(other).send(b"x")
+        assert [m.data() for m in receive_all(c2, 1)] == [b"x"]
+    finally:
+        c_a.close()
+        c_b.close()
