@@ -511,3 +511,39 @@ def test_deleting_a_replicated_topic_is_forbidden_unless_forced(clusters) -> Non
     finally:
         c_a.close()
         c_b.close()
+
+
+class GeoRecord(pulsar.schema.Record):
+    name = pulsar.schema.String()
+    n = pulsar.schema.Integer()
+
+
+def test_schema_is_carried_to_the_remote_topic(clusters) -> None:  # noqa: ANN001
+    """A's producer has a JSON schema: A's replicator registers it on B's topic (GET_OR_CREATE_SCHEMA)
+    before sending, so B's registry holds it and a consumer in B with that schema decodes."""
+    a, b = clusters
+    name = f"schema-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{NS}/{name}"
+    schema = pulsar.schema.JsonSchema(GeoRecord)
+    c_a, c_b = client(a), client(b)
+    try:
+        # A schemaless subscription in B first, so B's topic does not get its schema from a consumer.
+        c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest).close()
+        producer = c_a.create_producer(topic, schema=schema)
+        for i in range(10):
+            producer.send(GeoRecord(name=f"r{i}", n=i))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            st = http("GET", f"{b.web_url}/admin/v2/persistent/{NS}/{name}/stats")
+            if st["msgInCounter"] >= 10:
+                break
+            time.sleep(0.3)
+        here = http("GET", f"{a.web_url}/admin/v2/schemas/{NS}/{name}/schema")
+        there = http("GET", f"{b.web_url}/admin/v2/schemas/{NS}/{name}/schema")
+        assert there["type"] == "JSON" and json.loads(there["data"]) == json.loads(here["data"])
+        consumer = c_b.subscribe(topic, "s", schema=schema, initial_position=pulsar.InitialPosition.Earliest)
+        got = [m.value() for m in receive_all(consumer, 10)]
+        assert [(r.name, r.n) for r in got] == [(f"r{i}", i) for i in range(10)]
+    finally:
+        c_a.close()
+        c_b.close()

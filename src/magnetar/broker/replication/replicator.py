@@ -38,6 +38,15 @@ are spent, acknowledges what is done and sleeps until the next period.  An
 entry (a batch counts its messages) larger than what is left still goes;
 the overshoot is debt carried into the next periods, as for consumers.
 
+Schemas: an entry whose metadata names a ``schema_version`` is sent with
+that schema known to the remote topic.  Per connection, each local version
+is looked up once in the local registry (``schema_of``) and registered on
+the remote with GET_OR_CREATE_SCHEMA (as Pulsar's producer does before it
+sends a message of a new schema); the copy carries the remote's version
+bytes, so a consumer there decodes it with the schema it asks for.  A remote
+that refuses the schema (incompatible) fails the pump like a failed send:
+the replicator retries with backoff and the backlog waits.
+
 Counters for stats (``replication`` section, metrics) are plain integer
 adds; ``sample`` turns them into rates on the broker's stats interval.
 """
@@ -56,6 +65,7 @@ from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerError, Posit
 from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
 from magnetar.protocol.payload import num_messages, parse_headers_and_payload, replica_of
+from magnetar.protocol.wire import WireSchema
 from magnetar.runtime import Clock
 
 log = logging.getLogger(__name__)
@@ -67,6 +77,7 @@ BACKOFF_MAX_S = 30.0
 THROTTLE_WAITS_MAX = 100  # bound on back-to-back waits before one send (a clock that does not move)
 
 UrlOf = Callable[[str], Awaitable[str | None]]
+SchemaOf = Callable[[bytes], Awaitable[WireSchema | None]]
 
 
 class _Rate:
@@ -104,6 +115,7 @@ class Replicator:
         prefix: str = REPLICATOR_PREFIX,
         credentials: tuple[str, bytes] | None = None,
         rate_of: Callable[[], DispatchRate] | None = None,
+        schema_of: SchemaOf | None = None,
     ) -> None:
         self.topic_name = topic_name
         self.local_cluster = local_cluster
@@ -115,6 +127,8 @@ class Replicator:
         self.credentials = credentials
         self.rate_of: Callable[[], DispatchRate] = rate_of or (lambda: NO_LIMIT)
         self._window = DispatchWindow()  # replicatorDispatchRate
+        self.schema_of = schema_of
+        self._remote_schema: dict[bytes, bytes] = {}  # local version -> remote version (per connection)
         self.throttled_s = 0.0  # time spent waiting for the rate (stats, tests)
         self.producer_name = f"{prefix}.{local_cluster}"
         self.producer: RemoteProducer | None = None
@@ -151,6 +165,7 @@ class Replicator:
                     self.clock, url, self.topic_name, self.producer_name, self.credentials
                 )
                 self.producer = producer
+                self._remote_schema.clear()
                 await producer.open()
                 log.info("replicator %s -> %s connected (%s)", self.topic_name, self.remote_cluster, url)
                 self.last_error = None
@@ -193,7 +208,7 @@ class Replicator:
                 await self._settle(wait_all=True)
             entries = await self.cursor.read_entries_or_wait(READ_BATCH_ENTRIES)
             for entry in entries:
-                out = self.outgoing(entry.data)
+                out = await self._outgoing_with_schema(producer, entry.data)
                 if out is None:
                     self.msg_skipped += 1
                     self._inflight.append((entry.position, None, 0, 0))
@@ -224,7 +239,21 @@ class Replicator:
             self.throttled_s += max(0.0, ends_s - now_s)
             await self.clock.sleep(max(0.0, ends_s - now_s))
 
-    def outgoing(self, stored: bytes) -> tuple[bytes, int, int] | None:
+    async def _outgoing_with_schema(
+        self, producer: RemoteProducer, stored: bytes
+    ) -> tuple[bytes, int, int] | None:
+        meta = parse_headers_and_payload(stored, verify=False).metadata
+        version = bytes(meta.schema_version) if meta.HasField("schema_version") else b""
+        if not version or self.schema_of is None or meta.HasField("replicated_from"):
+            return self.outgoing(stored)
+        remote = self._remote_schema.get(version)
+        if remote is None:
+            schema = await self.schema_of(version)
+            remote = version if schema is None else await producer.schema_version_for(schema)
+            self._remote_schema[version] = remote
+        return self.outgoing(stored, None if remote == version else remote)
+
+    def outgoing(self, stored: bytes, schema_version: bytes | None = None) -> tuple[bytes, int, int] | None:
         """(bytes to send, message count, publish time) or None when the entry stays here."""
         parsed = parse_headers_and_payload(stored, verify=False)
         meta = parsed.metadata
@@ -236,7 +265,8 @@ class Replicator:
                 return None
         elif targets and self.remote_cluster not in targets:
             return None
-        return replica_of(parsed, self.local_cluster), num_messages(meta), int(meta.publish_time)
+        copy = replica_of(parsed, self.local_cluster, schema_version)
+        return copy, num_messages(meta), int(meta.publish_time)
 
     async def _settle(self, *, wait_all: bool) -> None:
         """Acknowledge the longest prefix of in-flight entries that is done; wait for the head

@@ -33,12 +33,15 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
 from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
 from magnetar.broker.resources.base import JsonStore
+from magnetar.broker.schema import SchemaNotFoundError
+from magnetar.broker.schema.wire import to_wire_schema
 from magnetar.broker.service.dispatch_rate import DispatchRate
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError
 from magnetar.metadata.api import MetadataError
 from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
 from magnetar.protocol.payload import parse_headers_and_payload
+from magnetar.protocol.wire import WireSchema
 
 if TYPE_CHECKING:
     import asyncio
@@ -149,12 +152,21 @@ class ReplicationService:
             prefix=self.prefix,
             credentials=self.credentials,
             rate_of=lambda: DispatchRate.from_policy(topic.policies.replicator_dispatch_rate),
+            schema_of=lambda version: self._schema_of(topic.name, version),
         )
         topic.replicators[remote] = replicator
         replicator.task = self._svc.supervisor.spawn(
             replicator.run(), name=f"replicator:{topic.name}->{remote}", on_error=self._replicator_failed
         )
         log.info("replication of %s to %s started", topic.name, remote)
+
+    async def _schema_of(self, topic_name: str, version: bytes) -> WireSchema | None:
+        """The local registry's schema of ``version`` for a replicator (None: unknown here)."""
+        try:
+            rec = await self._svc.schemas.get_schema(topic_name, version)
+        except SchemaNotFoundError:
+            return None
+        return to_wire_schema(rec.info)
 
     def _replicator_failed(self, name: str, exc: BaseException) -> None:
         self.failures += 1
