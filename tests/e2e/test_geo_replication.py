@@ -547,3 +547,34 @@ def test_schema_is_carried_to_the_remote_topic(clusters) -> None:  # noqa: ANN00
     finally:
         c_a.close()
         c_b.close()
+
+
+def test_cluster_removed_from_namespace_deletes_its_copies(clusters) -> None:  # noqa: ANN001
+    """As Pulsar's checkReplication: when B leaves a namespace's replication clusters, B's
+    broker deletes its copies of the namespace's topics; A keeps its topic, its replicator gone."""
+    a, b = clusters
+    ns = f"{TENANT}/leave-{uuid.uuid4().hex[:6]}"
+    http("PUT", f"{a.web_url}/admin/v2/namespaces/{ns}", {"replication_clusters": ["A", "B"]})
+    name = "t"
+    topic = f"persistent://{ns}/{name}"
+    c_a, c_b = client(a), client(b)
+    try:
+        consumer = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        c_a.create_producer(topic).send(b"before")
+        assert [m.data() for m in receive_all(consumer, 1)] == [b"before"]
+        consumer.close()
+        http("POST", f"{a.web_url}/admin/v2/namespaces/{ns}/replication", ["A"])
+        deadline = time.monotonic() + 15
+        gone = False
+        while time.monotonic() < deadline and not gone:
+            try:
+                http("GET", f"{b.web_url}/admin/v2/persistent/{ns}/{name}/stats")
+                time.sleep(0.3)
+            except urllib.error.HTTPError as err:
+                gone = err.code == 404
+        assert gone, "B still has its copy"
+        stats = http("GET", f"{a.web_url}/admin/v2/persistent/{ns}/{name}/stats")
+        assert stats["msgInCounter"] == 1 and "B" not in stats["replication"]
+    finally:
+        c_a.close()
+        c_b.close()
