@@ -434,3 +434,147 @@ def test_backlog_quota_bounds_an_unreachable_clusters_backlog(clusters) -> None:
         c_a.create_producer(topic).close()  # the backlog went with the cursor
     finally:
         c_a.close()
+
+
+def test_replicator_dispatch_rate_bounds_the_replication_rate(clusters) -> None:  # noqa: ANN001
+    """The topic's ``replicatorDispatchRate`` (20 msg/s) paces A's replicator to B: 60 messages
+    published at once in A reach B over ~2 s (three periods), not all at once."""
+    a, b = clusters
+    name = f"rate-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{NS}/{name}"
+    rate, total = 20, 60
+    c_a, c_b = client(a), client(b)
+    try:
+        consumer = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = c_a.create_producer(topic, batching_enabled=False)
+        url = f"{a.web_url}/admin/v2/persistent/{NS}/{name}/replicatorDispatchRate"
+        http("POST", url, {"dispatchThrottlingRateInMsg": rate, "dispatchThrottlingRateInByte": -1,
+                           "ratePeriodInSecond": 1})  # fmt: skip
+        assert http("GET", url)["dispatchThrottlingRateInMsg"] == rate
+        time.sleep(1.0)  # the policy enforcer hands the loaded topic its new policies
+        for i in range(total):
+            producer.send_async(f"{i:03d}".encode(), None)
+        producer.flush()
+        arrivals: list[float] = []
+        deadline = time.monotonic() + 30
+        while len(arrivals) < total and time.monotonic() < deadline:
+            try:
+                consumer.acknowledge(consumer.receive(timeout_millis=1000))
+            except pulsar.Timeout:
+                continue
+            arrivals.append(time.monotonic())
+        assert len(arrivals) == total
+        span = arrivals[-1] - arrivals[0]
+        first_second = sum(1 for t in arrivals if t - arrivals[0] < 0.9)
+        print(
+            f"replicator rate {rate}/s: {total} messages over {span:.2f}s, {first_second} in the first 0.9 s"
+        )
+        assert span >= 1.6, f"{total} messages at {rate}/s arrived within {span:.2f}s"
+        assert first_second <= rate + 2, first_second
+    finally:
+        c_a.close()
+        c_b.close()
+
+
+def test_deleting_a_replicated_topic_is_forbidden_unless_forced(clusters) -> None:  # noqa: ANN001
+    """As Pulsar: a delete without force of a topic with replicators is refused (400, "Delete
+    forbidden topic is replicated on clusters [B]"); a forced delete removes the local topic only,
+    its replicator closed first, and B's copy stays."""
+    a, b = clusters
+    name = f"del-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{NS}/{name}"
+    c_a, c_b = client(a), client(b)
+    try:
+        consumer = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = c_a.create_producer(topic, batching_enabled=False)
+        for i in range(5):
+            producer.send(f"d{i}".encode())
+        assert len(receive_all(consumer, 5)) == 5
+        producer.close()
+        url = f"{a.web_url}/admin/v2/persistent/{NS}/{name}"
+        with pytest.raises(urllib.error.HTTPError) as err:
+            http("DELETE", url)
+        assert err.value.code == 400
+        assert "replicated on clusters ['B']" in err.value.read().decode()
+        http("DELETE", f"{url}?force=true")
+        with pytest.raises(urllib.error.HTTPError) as err:
+            http("GET", f"{url}/stats")
+        assert err.value.code == 404
+        # The copy in B is untouched: its subscription still there, the messages stored.
+        stats = http("GET", f"{b.web_url}/admin/v2/persistent/{NS}/{name}/stats")
+        assert stats["msgInCounter"] == 5 and "s" in stats["subscriptions"]
+        # A's broker is healthy: a new topic of the namespace still replicates.
+        other = f"persistent://{NS}/after-{name}"
+        c2 = c_b.subscribe(other, "s", initial_position=pulsar.InitialPosition.Earliest)
+        c_a.create_producer(other).send(b"x")
+        assert [m.data() for m in receive_all(c2, 1)] == [b"x"]
+    finally:
+        c_a.close()
+        c_b.close()
+
+
+class GeoRecord(pulsar.schema.Record):
+    name = pulsar.schema.String()
+    n = pulsar.schema.Integer()
+
+
+def test_schema_is_carried_to_the_remote_topic(clusters) -> None:  # noqa: ANN001
+    """A's producer has a JSON schema: A's replicator registers it on B's topic (GET_OR_CREATE_SCHEMA)
+    before sending, so B's registry holds it and a consumer in B with that schema decodes."""
+    a, b = clusters
+    name = f"schema-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{NS}/{name}"
+    schema = pulsar.schema.JsonSchema(GeoRecord)
+    c_a, c_b = client(a), client(b)
+    try:
+        # A schemaless subscription in B first, so B's topic does not get its schema from a consumer.
+        c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest).close()
+        producer = c_a.create_producer(topic, schema=schema)
+        for i in range(10):
+            producer.send(GeoRecord(name=f"r{i}", n=i))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            st = http("GET", f"{b.web_url}/admin/v2/persistent/{NS}/{name}/stats")
+            if st["msgInCounter"] >= 10:
+                break
+            time.sleep(0.3)
+        here = http("GET", f"{a.web_url}/admin/v2/schemas/{NS}/{name}/schema")
+        there = http("GET", f"{b.web_url}/admin/v2/schemas/{NS}/{name}/schema")
+        assert there["type"] == "JSON" and json.loads(there["data"]) == json.loads(here["data"])
+        consumer = c_b.subscribe(topic, "s", schema=schema, initial_position=pulsar.InitialPosition.Earliest)
+        got = [m.value() for m in receive_all(consumer, 10)]
+        assert [(r.name, r.n) for r in got] == [(f"r{i}", i) for i in range(10)]
+    finally:
+        c_a.close()
+        c_b.close()
+
+
+def test_cluster_removed_from_namespace_deletes_its_copies(clusters) -> None:  # noqa: ANN001
+    """As Pulsar's checkReplication: when B leaves a namespace's replication clusters, B's
+    broker deletes its copies of the namespace's topics; A keeps its topic, its replicator gone."""
+    a, b = clusters
+    ns = f"{TENANT}/leave-{uuid.uuid4().hex[:6]}"
+    http("PUT", f"{a.web_url}/admin/v2/namespaces/{ns}", {"replication_clusters": ["A", "B"]})
+    name = "t"
+    topic = f"persistent://{ns}/{name}"
+    c_a, c_b = client(a), client(b)
+    try:
+        consumer = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        c_a.create_producer(topic).send(b"before")
+        assert [m.data() for m in receive_all(consumer, 1)] == [b"before"]
+        consumer.close()
+        http("POST", f"{a.web_url}/admin/v2/namespaces/{ns}/replication", ["A"])
+        deadline = time.monotonic() + 15
+        gone = False
+        while time.monotonic() < deadline and not gone:
+            try:
+                http("GET", f"{b.web_url}/admin/v2/persistent/{ns}/{name}/stats")
+                time.sleep(0.3)
+            except urllib.error.HTTPError as err:
+                gone = err.code == 404
+        assert gone, "B still has its copy"
+        stats = http("GET", f"{a.web_url}/admin/v2/persistent/{ns}/{name}/stats")
+        assert stats["msgInCounter"] == 1 and "B" not in stats["replication"]
+    finally:
+        c_a.close()
+        c_b.close()

@@ -132,6 +132,13 @@ class TopicFencedError(ServiceNotReadyError):
     """The topic is closing/closed (unload, delete, fenced ledger): clients reconnect."""
 
 
+class BadRequestError(BrokerError):
+    """E.g. deleting a geo-replicated topic without ``force`` (HTTP 400, as Pulsar answers)."""
+
+    server_error = Code.NotAllowedError
+    http_status = 400
+
+
 class ChecksumError(BrokerError):
     server_error = Code.ChecksumError
     http_status = 400

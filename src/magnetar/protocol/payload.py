@@ -297,11 +297,14 @@ def new_message_metadata(
     return meta
 
 
-def replica_of(parsed: ParsedPayload, source_cluster: str) -> bytes:
+def replica_of(parsed: ParsedPayload, source_cluster: str, schema_version: bytes | None = None) -> bytes:
     """A geo-replicator's copy of a stored entry: the same metadata (producer name, sequence
     id, publish time, key, properties ...) plus ``replicated_from = source_cluster``, and the
-    same payload bytes (a batch stays one batch, compressed stays compressed)."""
+    same payload bytes (a batch stays one batch, compressed stays compressed).
+    ``schema_version``: the remote's version of the entry's schema, when it differs."""
     meta = pb.MessageMetadata()
     meta.CopyFrom(parsed.metadata)
     meta.replicated_from = source_cluster
+    if schema_version is not None:
+        meta.schema_version = schema_version
     return build_headers_and_payload(meta, parsed.payload)

@@ -7,6 +7,8 @@ broker of the remote cluster driven through the sans-IO
     open():  TCP connect -> CONNECT/CONNECTED -> LOOKUP (a Redirect answer
              reconnects to the named broker, at most MAX_REDIRECTS times)
              -> PRODUCER (name ``pulsar.repl.<local cluster>``) -> PRODUCER_SUCCESS
+    schema_version_for(schema): GET_OR_CREATE_SCHEMA -> the remote's version
+             bytes for that schema (registered there if new);
     send():  one SEND frame of stored headers-and-payload; the returned future
              resolves with the (ledger, entry) of the SEND_RECEIPT, or fails
              with RemoteProducerError on SEND_ERROR / close / connection loss.
@@ -45,6 +47,7 @@ from magnetar.protocol.events import (
     PingReceived,
     ResponseReceived,
 )
+from magnetar.protocol.wire import WireSchema
 from magnetar.runtime import Clock, wait_for
 
 log = logging.getLogger(__name__)
@@ -160,6 +163,15 @@ class RemoteProducer:
             ) from None
         finally:
             self._responses.pop((kind, rid), None)
+
+    async def schema_version_for(self, schema: WireSchema) -> bytes:
+        """The remote topic's version of ``schema`` (GET_OR_CREATE_SCHEMA registers it there
+        under the remote's compatibility rules; an incompatible schema fails the request)."""
+        frame = await self._request(
+            CommandType.GET_OR_CREATE_SCHEMA,
+            lambda rid: client_commands.get_or_create_schema(rid, self.topic, schema),
+        )
+        return bytes(frame.command.schema_version)
 
     # ------------------------------------------------------------ send
     def send(self, headers_and_payload: bytes, num_messages: int) -> asyncio.Future[tuple[int, int]]:

@@ -29,6 +29,24 @@ While the remote is down nothing moves the cursor, so the backlog grows; the
 topic's backlog quota counts this cursor like any subscription's, so the
 quota bounds it.
 
+``replicatorDispatchRate`` (topic > namespace, per local cluster) bounds
+what each replicator sends: before each send the replicator checks its own
+:class:`~magnetar.broker.service.dispatch_rate.DispatchWindow` against the
+rate (``rate_of``, read from the topic's effective policies on each entry,
+so a policy change applies at once) and, when the period's messages or bytes
+are spent, acknowledges what is done and sleeps until the next period.  An
+entry (a batch counts its messages) larger than what is left still goes;
+the overshoot is debt carried into the next periods, as for consumers.
+
+Schemas: an entry whose metadata names a ``schema_version`` is sent with
+that schema known to the remote topic.  Per connection, each local version
+is looked up once in the local registry (``schema_of``) and registered on
+the remote with GET_OR_CREATE_SCHEMA (as Pulsar's producer does before it
+sends a message of a new schema); the copy carries the remote's version
+bytes, so a consumer there decodes it with the schema it asks for.  A remote
+that refuses the schema (incompatible) fails the pump like a failed send:
+the replicator retries with backoff and the backlog waits.
+
 Counters for stats (``replication`` section, metrics) are plain integer
 adds; ``sample`` turns them into rates on the broker's stats interval.
 """
@@ -42,10 +60,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from magnetar.broker.replication.remote import RemoteProducer, RemoteProducerError
+from magnetar.broker.service.dispatch_rate import NO_LIMIT, DispatchRate, DispatchWindow
 from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerError, Position
 from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
 from magnetar.protocol.payload import num_messages, parse_headers_and_payload, replica_of
+from magnetar.protocol.wire import WireSchema
 from magnetar.runtime import Clock
 
 log = logging.getLogger(__name__)
@@ -54,8 +74,10 @@ REPLICATOR_PREFIX = "pulsar.repl"
 READ_BATCH_ENTRIES = 100
 BACKOFF_MIN_S = 0.1
 BACKOFF_MAX_S = 30.0
+THROTTLE_WAITS_MAX = 100  # bound on back-to-back waits before one send (a clock that does not move)
 
 UrlOf = Callable[[str], Awaitable[str | None]]
+SchemaOf = Callable[[bytes], Awaitable[WireSchema | None]]
 
 
 class _Rate:
@@ -92,6 +114,8 @@ class Replicator:
         max_pending: int = 1000,
         prefix: str = REPLICATOR_PREFIX,
         credentials: tuple[str, bytes] | None = None,
+        rate_of: Callable[[], DispatchRate] | None = None,
+        schema_of: SchemaOf | None = None,
     ) -> None:
         self.topic_name = topic_name
         self.local_cluster = local_cluster
@@ -101,6 +125,11 @@ class Replicator:
         self.clock = clock
         self.max_pending = max(1, max_pending)
         self.credentials = credentials
+        self.rate_of: Callable[[], DispatchRate] = rate_of or (lambda: NO_LIMIT)
+        self._window = DispatchWindow()  # replicatorDispatchRate
+        self.schema_of = schema_of
+        self._remote_schema: dict[bytes, bytes] = {}  # local version -> remote version (per connection)
+        self.throttled_s = 0.0  # time spent waiting for the rate (stats, tests)
         self.producer_name = f"{prefix}.{local_cluster}"
         self.producer: RemoteProducer | None = None
         self.task: asyncio.Task[None] | None = None
@@ -136,6 +165,7 @@ class Replicator:
                     self.clock, url, self.topic_name, self.producer_name, self.credentials
                 )
                 self.producer = producer
+                self._remote_schema.clear()
                 await producer.open()
                 log.info("replicator %s -> %s connected (%s)", self.topic_name, self.remote_cluster, url)
                 self.last_error = None
@@ -178,12 +208,18 @@ class Replicator:
                 await self._settle(wait_all=True)
             entries = await self.cursor.read_entries_or_wait(READ_BATCH_ENTRIES)
             for entry in entries:
-                out = self.outgoing(entry.data)
+                out = await self._outgoing_with_schema(producer, entry.data)
                 if out is None:
                     self.msg_skipped += 1
                     self._inflight.append((entry.position, None, 0, 0))
                     continue
                 data, n, publish_ms = out
+                rate = self.rate_of()
+                if not rate.unlimited:
+                    await self._throttle(rate)
+                    self._window.current(self.clock.monotonic(), rate)
+                    self._window.messages += n
+                    self._window.bytes += len(data)
                 if not self._inflight:
                     self.oldest_pending_publish_ms = publish_ms
                 self._inflight.append((entry.position, producer.send(data, n), n, len(data)))
@@ -192,7 +228,32 @@ class Replicator:
             await producer.drain()
             await self._settle(wait_all=False)
 
-    def outgoing(self, stored: bytes) -> tuple[bytes, int, int] | None:
+    async def _throttle(self, rate: DispatchRate) -> None:
+        """Wait until the current period of ``rate`` has messages and bytes left."""
+        for _ in range(THROTTLE_WAITS_MAX):
+            now_s = self.clock.monotonic()
+            messages, size, ends_s = self._window.left(now_s, rate)
+            if (messages is None or messages > 0) and (size is None or size > 0):
+                return
+            await self._settle(wait_all=False)  # acknowledge what is done before sleeping
+            self.throttled_s += max(0.0, ends_s - now_s)
+            await self.clock.sleep(max(0.0, ends_s - now_s))
+
+    async def _outgoing_with_schema(
+        self, producer: RemoteProducer, stored: bytes
+    ) -> tuple[bytes, int, int] | None:
+        meta = parse_headers_and_payload(stored, verify=False).metadata
+        version = bytes(meta.schema_version) if meta.HasField("schema_version") else b""
+        if not version or self.schema_of is None or meta.HasField("replicated_from"):
+            return self.outgoing(stored)
+        remote = self._remote_schema.get(version)
+        if remote is None:
+            schema = await self.schema_of(version)
+            remote = version if schema is None else await producer.schema_version_for(schema)
+            self._remote_schema[version] = remote
+        return self.outgoing(stored, None if remote == version else remote)
+
+    def outgoing(self, stored: bytes, schema_version: bytes | None = None) -> tuple[bytes, int, int] | None:
         """(bytes to send, message count, publish time) or None when the entry stays here."""
         parsed = parse_headers_and_payload(stored, verify=False)
         meta = parsed.metadata
@@ -204,7 +265,8 @@ class Replicator:
                 return None
         elif targets and self.remote_cluster not in targets:
             return None
-        return replica_of(parsed, self.local_cluster), num_messages(meta), int(meta.publish_time)
+        copy = replica_of(parsed, self.local_cluster, schema_version)
+        return copy, num_messages(meta), int(meta.publish_time)
 
     async def _settle(self, *, wait_all: bool) -> None:
         """Acknowledge the longest prefix of in-flight entries that is done; wait for the head

@@ -15,7 +15,10 @@ never replicate.
 * :meth:`run` re-checks every loaded topic each ``replicationPolicyCheck``
   interval (``magnetarReplicationPolicyCheckIntervalMs``, 1 s by default):
   replicators for clusters added are started, those for clusters removed are
-  closed and their cursors deleted (Pulsar's removeReplicator).
+  closed and their cursors deleted (Pulsar's removeReplicator); a topic whose
+  replication clusters are set and no longer name the local cluster is
+  deleted here, forcefully (Pulsar's checkReplication: removing a cluster
+  from a namespace's clusters removes that namespace's topics in it).
 * A topic owns its replicators (``topic.replicators``) and closes them before
   its managed ledger (``PersistentTopic.close``).
 
@@ -33,11 +36,15 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
 from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
 from magnetar.broker.resources.base import JsonStore
+from magnetar.broker.schema import SchemaNotFoundError
+from magnetar.broker.schema.wire import to_wire_schema
+from magnetar.broker.service.dispatch_rate import DispatchRate
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError
 from magnetar.metadata.api import MetadataError
 from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
 from magnetar.protocol.payload import parse_headers_and_payload
+from magnetar.protocol.wire import WireSchema
 
 if TYPE_CHECKING:
     import asyncio
@@ -88,8 +95,9 @@ class ReplicationService:
         )
 
     # ------------------------------------------------------------ policy
-    async def clusters_of(self, topic: PersistentTopic) -> list[str]:
-        """The remote clusters ``topic`` replicates to (empty: none)."""
+    async def configured_clusters(self, topic: PersistentTopic) -> list[str]:
+        """The replication clusters set for ``topic`` (topic level, else namespace), local
+        included; empty when none are set (or for system topics)."""
         from magnetar.broker.service.policies import topic_policies_path  # service imports us
 
         ref = topic.ref
@@ -100,7 +108,11 @@ class ReplicationService:
         if not clusters:
             policies = await self._svc.resources.namespaces.get(ref.namespace) or {}
             clusters = policies.get("replication_clusters") or []
-        return sorted(c for c in set(clusters) if c != self.local_cluster)
+        return sorted(set(clusters))
+
+    async def clusters_of(self, topic: PersistentTopic) -> list[str]:
+        """The remote clusters ``topic`` replicates to (empty: none)."""
+        return [c for c in await self.configured_clusters(topic) if c != self.local_cluster]
 
     async def broker_url_of(self, cluster: str) -> str | None:
         data = await self._svc.resources.clusters.get(cluster)
@@ -147,12 +159,22 @@ class ReplicationService:
             max_pending=self.max_pending,
             prefix=self.prefix,
             credentials=self.credentials,
+            rate_of=lambda: DispatchRate.from_policy(topic.policies.replicator_dispatch_rate),
+            schema_of=lambda version: self._schema_of(topic.name, version),
         )
         topic.replicators[remote] = replicator
         replicator.task = self._svc.supervisor.spawn(
             replicator.run(), name=f"replicator:{topic.name}->{remote}", on_error=self._replicator_failed
         )
         log.info("replication of %s to %s started", topic.name, remote)
+
+    async def _schema_of(self, topic_name: str, version: bytes) -> WireSchema | None:
+        """The local registry's schema of ``version`` for a replicator (None: unknown here)."""
+        try:
+            rec = await self._svc.schemas.get_schema(topic_name, version)
+        except SchemaNotFoundError:
+            return None
+        return to_wire_schema(rec.info)
 
     def _replicator_failed(self, name: str, exc: BaseException) -> None:
         self.failures += 1
@@ -168,9 +190,22 @@ class ReplicationService:
                     if replicator.task is not None and replicator.task.done():
                         topic.replicators.pop(remote, None)  # died: started again below
                 try:
-                    await self.reconcile(topic, await self.clusters_of(topic))
-                except (MetadataError, ManagedLedgerError) as exc:
+                    configured = await self.configured_clusters(topic)
+                    if configured and self.local_cluster not in configured:
+                        await self._delete_local(topic, configured)
+                        continue
+                    await self.reconcile(topic, [c for c in configured if c != self.local_cluster])
+                except (MetadataError, ManagedLedgerError, BrokerError) as exc:
                     log.info("replication check of %s failed: %s", topic.name, exc)
+
+    async def _delete_local(self, topic: PersistentTopic, configured: list[str]) -> None:
+        """The local cluster left the topic's replication clusters: delete the local copy
+        (clients disconnected, replicators closed first, ledger and cursors deleted)."""
+        log.warning(
+            "deleting %s: the local cluster %s is not in its replication clusters %s",
+            topic.name, self.local_cluster, configured,
+        )  # fmt: skip
+        await self._svc.delete_topic(topic.name, force=True)
 
     async def load_replicated_topics(self) -> int:
         """At start: load every local persistent topic of a namespace that replicates, so a

@@ -172,6 +172,8 @@ class TopicAdmin:
                 f"{ref.full_name} is a partitioned topic, instead of calling delete topic, "
                 "please call delete-partitioned-topic."
             )
+        if not force:
+            self._refuse_replicated_delete([ref])
         await self.compaction.delete_state(ref.full_name, force)
         await self.topics.delete(ref, force)
         if not ref.is_partition:
@@ -187,6 +189,7 @@ class TopicAdmin:
             raise errors.TopicNotFoundError("Partitioned topic does not exist")
         parts = [ref.partition(i) for i in range(n)]
         if not force:
+            self._refuse_replicated_delete(parts)
             for p in parts:
                 t = self.topics.get_loaded(p.full_name)
                 if t is not None and t.has_clients:
@@ -201,6 +204,16 @@ class TopicAdmin:
             ref.tenant, ref.namespace_portion, ref.domain, ref.local_name
         )
         await self.schemas.delete(ref.full_name)
+
+    def _refuse_replicated_delete(self, refs: list[TopicRef]) -> None:
+        """Pulsar's rule for geo-replicated topics: a delete without ``force`` of a topic with
+        replicators is refused (the copies in the other clusters are never deleted from here;
+        a forced delete removes the local topic only, its replicators closed first)."""
+        for r in refs:
+            t = self.topics.get_loaded(r.full_name)
+            clusters = sorted(t.replicators) if t is not None else []
+            if clusters:
+                raise errors.BadRequestError(f"Delete forbidden topic is replicated on clusters {clusters}")
 
     async def unload_topic(self, topic: str) -> None:
         ref = parse_topic(topic)

@@ -46,6 +46,7 @@ ADMISSION_POLICIES = (
     "maxMessageSize",
     "encryptionRequired",
     "subscribeRate",
+    "replicatorDispatchRate",
 )
 
 JsonObject = Mapping[str, Any]
@@ -69,6 +70,7 @@ class TopicPolicies:
     dispatch_rate: JsonObject | None = None  # DispatchRate JSON (per topic)
     subscription_dispatch_rate: JsonObject | None = None  # DispatchRate JSON (per subscription)
     subscribe_rate: JsonObject | None = None  # SubscribeRate JSON
+    replicator_dispatch_rate: JsonObject | None = None  # DispatchRate JSON (per replicator)
     auto_subscription_creation: JsonObject | None = None  # AutoSubscriptionCreationOverride JSON
     delayed_delivery: JsonObject | None = None  # DelayedDeliveryPolicies JSON
     backlog_quota: JsonObject | None = None  # the ``destination_storage`` BacklogQuota
@@ -103,6 +105,7 @@ class TopicPolicies:
             dispatch_rate=g("dispatchRate"),
             subscription_dispatch_rate=g("subscriptionDispatchRate"),
             subscribe_rate=g("subscribeRate"),
+            replicator_dispatch_rate=g("replicatorDispatchRate"),
             auto_subscription_creation=g("autoSubscriptionCreation"),
             delayed_delivery=g("delayedDelivery"),
             backlog_quota=backlog_quota,

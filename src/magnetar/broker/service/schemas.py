@@ -9,6 +9,9 @@ topic's namespace:
   producer sends none), or IncompatibleSchema (ServerError 18);
 * SUBSCRIBE -- a consumer may define the schema of an idle schemaless topic
   (no producers, no consumers, nothing stored), else it must be able to read it;
+* GET_OR_CREATE_SCHEMA -- register (under the compatibility rules) or find a
+  schema on a loaded topic; its version (a geo-replicator's producer uses it
+  before sending entries of a schema the remote topic may not have yet);
 * GET_SCHEMA -- the latest (or a given) version, or Pulsar's "Topic not found or
   no-schema" error form.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from magnetar.broker import errors
 from magnetar.broker.schema import SchemaNotFoundError, SchemaRegistry, resolve_policies
 from magnetar.broker.schema.wire import schema_info_from_command, to_wire_schema
 from magnetar.broker.service.admission import topic_policies_of
@@ -42,6 +46,15 @@ async def producer_schema_version(svc: BrokerService, topic: PersistentTopic, cm
     """PRODUCER: register/check the producer's schema; the version bytes for PRODUCER_SUCCESS."""
     info = schema_info_from_command(cmd)
     return await svc.schemas.add_producer_schema(topic.name, info, await _policies(svc, topic))
+
+
+async def get_or_create_schema_version(svc: BrokerService, topic: PersistentTopic, cmd: Any) -> bytes:
+    """GET_OR_CREATE_SCHEMA: the version of the command's schema on ``topic`` (new if compatible)."""
+    info = schema_info_from_command(cmd)
+    if info is None:
+        raise errors.BrokerError("GET_OR_CREATE_SCHEMA without a schema")
+    pol = await _policies(svc, topic)
+    return await svc.schemas.put_schema_if_compatible(topic.name, info, pol.strategy, pol.allow_auto_update)
 
 
 async def check_consumer_schema(svc: BrokerService, topic: PersistentTopic, cmd: Any) -> None:

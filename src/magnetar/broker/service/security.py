@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_TOPIC_COMMANDS = (T.LOOKUP, T.PARTITIONED_METADATA, T.PRODUCER, T.SUBSCRIBE)
+_TOPIC_COMMANDS = (T.LOOKUP, T.PARTITIONED_METADATA, T.PRODUCER, T.SUBSCRIBE, T.GET_OR_CREATE_SCHEMA)
 
 
 class ConnectionSecurity:
@@ -126,7 +126,7 @@ class ConnectionSecurity:
         original = self.original_principal
         if t in (T.LOOKUP, T.PARTITIONED_METADATA):
             await self._authz.check_lookup(self.role, cmd.topic, original)
-        elif t == T.PRODUCER:
+        elif t in (T.PRODUCER, T.GET_OR_CREATE_SCHEMA):  # registering a schema is producing
             await self._authz.check_produce(self.role, cmd.topic, original)
         elif t == T.SUBSCRIBE:
             await self._authz.check_consume(self.role, cmd.topic, cmd.subscription, original)

@@ -27,6 +27,7 @@ HANDLERS: dict[int, Callable[..., Any]] = {
     T.PARTITIONED_METADATA: lookup.handle_partitioned_metadata,
     T.GET_TOPICS_OF_NAMESPACE: lookup.handle_get_topics_of_namespace,
     T.GET_SCHEMA: lookup.handle_get_schema,
+    T.GET_OR_CREATE_SCHEMA: lookup.handle_get_or_create_schema,
     T.WATCH_TOPIC_LIST: lookup.handle_watch_topic_list,
     T.WATCH_TOPIC_LIST_CLOSE: lookup.handle_watch_topic_list_close,
     T.PRODUCER: producer.handle_producer,
@@ -63,6 +64,8 @@ def error_answer(frame: Any, err: BrokerError) -> bytes | None:
         return cmds.partitioned_metadata_response(cmd.request_id, error=code, message=err.message)
     if t == T.GET_SCHEMA:
         return cmds.get_schema_response(cmd.request_id, error_code=code, error_message=err.message)
+    if t == T.GET_OR_CREATE_SCHEMA:
+        return cmds.get_or_create_schema_response(cmd.request_id, error_code=code, error_message=err.message)
     if t == T.ACK:
         if cmd.HasField("request_id"):
             return cmds.ack_response(cmd.consumer_id, cmd.request_id, error=code, message=err.message)

@@ -1,5 +1,5 @@
 """Discovery commands: LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE, WATCH_TOPIC_LIST
-(and its CLOSE), GET_SCHEMA -- the topic lists themselves are :mod:`..topic_list`'s.
+(and its CLOSE), GET_SCHEMA, GET_OR_CREATE_SCHEMA -- the topic lists themselves are :mod:`..topic_list`'s.
 
 Theory of operation: every producer/consumer starts with PARTITIONED_METADATA
 for the name the application gave, then one LOOKUP per partition (or for the
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
 from magnetar.broker.service.names import parse_topic
-from magnetar.broker.service.schemas import get_schema_answer
+from magnetar.broker.service.schemas import get_or_create_schema_version, get_schema_answer
 from magnetar.broker.service.topic_list import topics_of_namespace
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import LookupType
@@ -89,6 +89,15 @@ async def handle_watch_topic_list_close(cnx: Connection, frame: Any) -> None:
     cmd = frame.command
     cnx.service.topic_list_watchers.close(cnx, cmd.watcher_id)
     cnx.write(cmds.success(cmd.request_id))
+
+
+async def handle_get_or_create_schema(cnx: Connection, frame: Any) -> None:
+    cmd = frame.command
+    topic = cnx.service.topics.get_loaded(parse_topic(cmd.topic).full_name)
+    if topic is None:
+        raise errors.TopicNotFoundError(f"Topic {cmd.topic} is not loaded on this broker")
+    version = await get_or_create_schema_version(cnx.service, topic, cmd)
+    cnx.write(cmds.get_or_create_schema_response(cmd.request_id, version))
 
 
 async def handle_get_schema(cnx: Connection, frame: Any) -> None:
