@@ -17,19 +17,26 @@ namespace through ``autoTopicCreationOverride``):
 
 Unload closes the topic (clients get CLOSE_PRODUCER/CLOSE_CONSUMER and
 reconnect); delete does the same and deletes the ledger and its cursors.
+
+A topic's managed ledger is opened with the config ``ml_config_for(ref)`` gives
+(the admin layer installs its policy resolution there: retention, persistence,
+offload), as Pulsar opens it with ``getManagedLedgerConfig``; the broker's
+defaults serve only where no admin layer runs.  A failure to read the policies
+fails the load (retried by the client) rather than open under the defaults.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
 from magnetar.broker.service.dedup import MessageDeduplication, deduplication_enabled
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.topic import PersistentTopic
-from magnetar.managed_ledger.api import ManagedLedgerError
+from magnetar.managed_ledger.api import ManagedLedgerConfig, ManagedLedgerError
 from magnetar.metadata.api import MetadataError
 from magnetar.runtime import wait_for
 
@@ -45,6 +52,7 @@ class TopicRegistry:
     def __init__(self, service: BrokerService) -> None:
         self._svc = service
         self._topics: dict[str, asyncio.Future[PersistentTopic]] = {}
+        self.ml_config_for: Callable[[TopicRef], Awaitable[ManagedLedgerConfig]] | None = None
 
     def loaded(self) -> list[PersistentTopic]:
         out = []
@@ -136,10 +144,14 @@ class TopicRegistry:
 
     async def _load(self, ref: TopicRef, fut: asyncio.Future[PersistentTopic]) -> None:
         try:
-            ml = await self._svc.ml_factory.open(
-                ref.managed_ledger_name, self._svc.config.managed_ledger_config()
-            )
+            # Opened with the effective storage policies (retention above all): the trim
+            # that follows an open must not run under the broker's default retention.
+            resolver = self.ml_config_for
+            config = await resolver(ref) if resolver is not None else self._svc.config.managed_ledger_config()
+            ml = await self._svc.ml_factory.open(ref.managed_ledger_name, config)
             topic = PersistentTopic(ref, ml, self._svc.config, self._svc.clock, self._svc.supervisor)
+            if resolver is not None:
+                topic.applied_ml_config = config
             topic.on_fenced = self._unload_fenced
             if await deduplication_enabled(self._svc, topic):
                 topic.dedup = await MessageDeduplication.load(topic)
