@@ -15,7 +15,12 @@ first, a ledger is deleted if retention no longer keeps it:
 
 the walk stops at the first ledger retention keeps.  The ledger being written
 is never deleted, so with size retention S the stored bytes stay within S plus
-the current ledger.  Empty closed ledgers always go.  The ledger list is
+the current ledger.  Empty closed ledgers always go -- once BookKeeper agrees:
+a ledger whose list count is 0 is dropped only if its closed metadata (opened
+with recovery, which closes a ledger left open) has no entry either, or it no
+longer exists; one that holds entries gets its true count in the list instead
+(a list count of 0 for a ledger with entries is a lost list update, and
+dropping it would delete acknowledged data).  The ledger list is
 rewritten first (CAS), then the ledgers are deleted on the bookies (and from an
 offloader); a crash in between leaks ledgers, never loses listed data.
 
@@ -34,9 +39,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from magnetar.bookkeeper.api import BKError
+from magnetar.bookkeeper.api import BKError, NoSuchLedgerError
 from magnetar.managed_ledger.api import ManagedLedgerError, Position
 from magnetar.managed_ledger.context import timed_lock
 from magnetar.managed_ledger.state import MLState
@@ -85,7 +91,8 @@ def _ledgers_to_delete(ml: ManagedLedgerImpl) -> list:
         if lid == ll.current_id or lid >= needed.ledger_id:
             break
         if info.entries == 0:
-            out.append(info)
+            if lid in ml.verified_empty:  # else BookKeeper could not tell yet: kept for now
+                out.append(info)
             continue
         expired = c.retention_time_ms >= 0 and now - info.timestamp_ms >= c.retention_time_ms
         over_size = c.retention_size_bytes >= 0 and total - size_deleted > c.retention_size_bytes
@@ -96,12 +103,55 @@ def _ledgers_to_delete(ml: ManagedLedgerImpl) -> list:
     return out
 
 
+async def _verify_empty_ledgers(ml: ManagedLedgerImpl) -> bool:
+    """Ask BookKeeper about every closed ledger the list counts empty (not yet verified):
+    empty ones join ``ml.verified_empty``; one with entries gets its count from the closed
+    metadata.  Under the op lock, so no ledger being created or rolled is opened (and fenced)
+    here.  True if a count was fixed (the list must be written)."""
+    ll = ml.ledger_list
+    fixed = False
+    for info in ll.infos():
+        lid = info.ledger_id
+        if lid == ll.current_id:
+            break
+        if info.entries != 0 or lid in ml.verified_empty:
+            continue
+        try:
+            rh = await ml.ctx.bookkeeper.open_ledger(lid, password=ml.config.password, recovery=True)
+        except NoSuchLedgerError:
+            ml.verified_empty.add(lid)
+            continue
+        except BKError as e:
+            log.info("%s: cannot check whether ledger %d is empty (%r): kept", ml.name, lid, e)
+            continue
+        lac, length = rh.last_add_confirmed, rh.length
+        try:
+            await rh.close()
+        except BKError:
+            pass
+        if lac < 0:
+            ml.verified_empty.add(lid)
+            continue
+        log.warning(
+            "%s: ledger %d is listed with 0 entries but BookKeeper closed it at entry %d: keeping it",
+            ml.name,
+            lid,
+            lac,
+        )
+        ll.set(replace(info, entries=lac + 1, size_bytes=length))
+        fixed = True
+    return fixed
+
+
 async def trim_consumed_ledgers(ml: ManagedLedgerImpl) -> None:
     async with timed_lock(ml.op_lock):
         if ml.state in (MLState.CLOSED, MLState.FENCED, MLState.NONE):
             return
+        fixed = await _verify_empty_ledgers(ml)
         doomed = _ledgers_to_delete(ml)
         if not doomed:
+            if fixed:
+                await ml._write_list()
             return
         ll = ml.ledger_list
         for info in doomed:
