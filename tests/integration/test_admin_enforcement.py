@@ -173,6 +173,10 @@ def test_retention_keeps_then_trims_ledgers(http: httpx.Client, client: pulsar.C
     p.close()
 
 
+def _ledger_ids(http: httpx.Client, path: str) -> list[int]:
+    return [li["ledgerId"] for li in http.get(f"{V2}/persistent/{path}/internalStats").json()["ledgers"]]
+
+
 def test_retention_holds_when_the_topic_is_loaded_again(http: httpx.Client, client: pulsar.Client) -> None:
     """A topic is opened under its namespace's retention, not the broker's default (0: every
     consumed ledger goes): the trim that follows every open (an unload, a failover, a restart)
@@ -190,7 +194,7 @@ def test_retention_holds_when_the_topic_is_loaded_again(http: httpx.Client, clie
     for _ in range(22):
         consumer.acknowledge(consumer.receive(5000))
     time.sleep(SETTLE_S * 2)
-    before = [li["ledgerId"] for li in http.get(f"{V2}/persistent/enf/ret2/t/internalStats").json()["ledgers"]]
+    before = _ledger_ids(http, "enf/ret2/t")
     assert len(before) >= 4  # everything consumed, yet retained
     consumer.close()
     p.close()
@@ -199,7 +203,7 @@ def test_retention_holds_when_the_topic_is_loaded_again(http: httpx.Client, clie
         p = client.create_producer(t, batching_enabled=False)  # loads the topic again
         p.send(b"after")
         time.sleep(SETTLE_S * 2)  # the open's trim and the enforcer's pass have both run
-        after = [li["ledgerId"] for li in http.get(f"{V2}/persistent/enf/ret2/t/internalStats").json()["ledgers"]]
+        after = _ledger_ids(http, "enf/ret2/t")
         p.close()
         assert set(before) <= set(after), (before, after)
     reader = client.create_reader(t, pulsar.MessageId.earliest)
