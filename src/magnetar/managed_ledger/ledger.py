@@ -108,6 +108,7 @@ class ManagedLedgerImpl(LedgerWriter):
         self.trim_again = False
         self.ledgers_deleted = 0
         self.verified_empty: set[int] = set()  # zero-entry ledgers whose BK metadata agrees (trimmer)
+        self.kept_unconfirmed: set[int] = set()  # zero-entry ledgers BK recovered entries in (trimmer)
         self.message_counts = MessageCounts()
         self.offload_state = offload_process.OffloadState()
 

@@ -18,9 +18,12 @@ is never deleted, so with size retention S the stored bytes stay within S plus
 the current ledger.  Empty closed ledgers always go -- once BookKeeper agrees:
 a ledger whose list count is 0 is dropped only if its closed metadata (opened
 with recovery, which closes a ledger left open) has no entry either, or it no
-longer exists; one that holds entries gets its true count in the list instead
-(a list count of 0 for a ledger with entries is a lost list update, and
-dropping it would delete acknowledged data).  The ledger list is
+longer exists.  One that does hold entries is kept, and never deleted, but its
+entries stay invisible: the list count is what the writer had confirmed (see
+:mod:`.writer`), so they are adds that failed to their callers -- typically an
+add stranded on a lost bookie, recovered from the one copy that got it, and
+already retried on the next ledger: counting it would deliver it twice.  A
+warning names the ledger (an operator can read it).  The ledger list is
 rewritten first (CAS), then the ledgers are deleted on the bookies (and from an
 offloader); a crash in between leaks ledgers, never loses listed data.
 
@@ -39,7 +42,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from magnetar.bookkeeper.api import BKError, NoSuchLedgerError
@@ -103,18 +105,17 @@ def _ledgers_to_delete(ml: ManagedLedgerImpl) -> list:
     return out
 
 
-async def _verify_empty_ledgers(ml: ManagedLedgerImpl) -> bool:
-    """Ask BookKeeper about every closed ledger the list counts empty (not yet verified):
-    empty ones join ``ml.verified_empty``; one with entries gets its count from the closed
-    metadata.  Under the op lock, so no ledger being created or rolled is opened (and fenced)
-    here.  True if a count was fixed (the list must be written)."""
+async def _verify_empty_ledgers(ml: ManagedLedgerImpl) -> None:
+    """Ask BookKeeper about every closed ledger the list counts empty (once per ledger):
+    empty ones join ``ml.verified_empty`` (the trim may drop them); one holding entries joins
+    ``ml.kept_unconfirmed`` and stays.  Under the op lock, so no ledger being created or rolled
+    is opened (and fenced) here."""
     ll = ml.ledger_list
-    fixed = False
     for info in ll.infos():
         lid = info.ledger_id
         if lid == ll.current_id:
             break
-        if info.entries != 0 or lid in ml.verified_empty:
+        if info.entries != 0 or lid in ml.verified_empty or lid in ml.kept_unconfirmed:
             continue
         try:
             rh = await ml.ctx.bookkeeper.open_ledger(lid, password=ml.config.password, recovery=True)
@@ -124,7 +125,7 @@ async def _verify_empty_ledgers(ml: ManagedLedgerImpl) -> bool:
         except BKError as e:
             log.info("%s: cannot check whether ledger %d is empty (%r): kept", ml.name, lid, e)
             continue
-        lac, length = rh.last_add_confirmed, rh.length
+        lac = rh.last_add_confirmed
         try:
             await rh.close()
         except BKError:
@@ -132,26 +133,23 @@ async def _verify_empty_ledgers(ml: ManagedLedgerImpl) -> bool:
         if lac < 0:
             ml.verified_empty.add(lid)
             continue
+        ml.kept_unconfirmed.add(lid)
         log.warning(
-            "%s: ledger %d is listed with 0 entries but BookKeeper closed it at entry %d: keeping it",
+            "%s: ledger %d is listed with no confirmed entry but BookKeeper closed it at entry %d "
+            "(adds that failed to their callers): kept, not deleted; its entries stay unlisted",
             ml.name,
             lid,
             lac,
         )
-        ll.set(replace(info, entries=lac + 1, size_bytes=length))
-        fixed = True
-    return fixed
 
 
 async def trim_consumed_ledgers(ml: ManagedLedgerImpl) -> None:
     async with timed_lock(ml.op_lock):
         if ml.state in (MLState.CLOSED, MLState.FENCED, MLState.NONE):
             return
-        fixed = await _verify_empty_ledgers(ml)
+        await _verify_empty_ledgers(ml)
         doomed = _ledgers_to_delete(ml)
         if not doomed:
-            if fixed:
-                await ml._write_list()
             return
         ll = ml.ledger_list
         for info in doomed:

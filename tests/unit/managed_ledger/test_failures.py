@@ -92,10 +92,10 @@ async def test_ledger_fenced_by_a_repair_rolls_over_and_keeps_its_entries(harnes
     assert await _read_all(ml2) == [b"x", b"z"]
 
 
-async def test_ledger_listed_empty_is_dropped_only_if_bookkeeper_agrees(harness) -> None:
-    """A list count of 0 for a ledger that holds entries (a lost list update) must not make the
-    trimmer drop -- and delete -- it: the count comes from its closed metadata.  A ledger that is
-    empty by its metadata too still goes."""
+async def test_ledger_listed_empty_is_deleted_only_if_bookkeeper_agrees(harness) -> None:
+    """The trimmer drops (and deletes) a ledger the list counts empty only when its closed
+    metadata has no entry either.  One BookKeeper recovered entries in (adds that failed to
+    their callers) is kept, never deleted, and its entries stay unlisted (no duplicates)."""
     cfg = small_config(max_entries_per_ledger=2, retention_time_ms=-1, retention_size_bytes=-1)
     f = await harness.new_factory(cfg)
     ml = await f.open("t/ns/d/listed-empty")
@@ -105,21 +105,22 @@ async def test_ledger_listed_empty_is_dropped_only_if_bookkeeper_agrees(harness)
         await ml.add_entry(b"failed")
     pos = [await ml.add_entry(b"%d" % i) for i in range(4)]
     last = await ml.add_entry(b"4")
-    ids = [li.ledger_id for li in ml.ledgers()]
-    empty = ids[0]
+    empty = ml.ledgers()[0].ledger_id
     assert ml.ledger_list.get(empty).entries == 0 and empty < pos[0].ledger_id
-    # Simulate the stale list: the first ledger recorded with 0 entries.
+    # A ledger listed with 0 entries that BookKeeper holds entries in.
     first = ml.ledger_list.get(pos[0].ledger_id)
     ml.ledger_list.set(dataclasses.replace(first, entries=0, size_bytes=0))
-    await cur.mark_delete(last)  # everything consumed
+    await cur.mark_delete(last)  # everything consumed; retention keeps the non-empty ledgers
     await ml.trim_consumed_ledgers()
     after = {li.ledger_id: li.entries for li in ml.ledgers()}
-    assert after.get(pos[0].ledger_id) == 2, (ids, after)  # kept, true count from BookKeeper
-    assert pos[0].ledger_id in harness.bk.ledger_ids()
+    assert pos[0].ledger_id in after and pos[0].ledger_id in harness.bk.ledger_ids(), after
+    assert harness.bk.entries_of(pos[0].ledger_id) == [b"0", b"1"]  # not deleted
     assert empty not in after and empty not in harness.bk.ledger_ids()  # truly empty: dropped
+    await ml.trim_consumed_ledgers()  # checked once; still kept
+    assert pos[0].ledger_id in {li.ledger_id for li in ml.ledgers()}
     await ml.close()
     ml2 = await (await harness.new_factory(cfg)).open("t/ns/d/listed-empty")
-    assert await _read_all(ml2) == [b"0", b"1", b"2", b"3", b"4"]
+    assert await _read_all(ml2) == [b"2", b"3", b"4"]
 
 
 async def test_metadata_cas_failure_fences(harness) -> None:
