@@ -245,6 +245,22 @@ async def _ledgers_of(metadata_url: str, ml_name: str | None) -> dict[int, list[
         await store.aclose()
 
 
+async def _ledger_states(metadata_url: str, ml_name: str) -> list[str]:
+    """The state (OPEN/CLOSED) of each ledger of a managed ledger, oldest first."""
+    from magnetar.bookkeeper.metadata import LedgerMetadataStore
+    from magnetar.managed_ledger.metadata import MLInfo, ledger_path
+    from magnetar.metadata.factory import create_metadata_store
+    from magnetar.runtime import RealClock
+
+    store = await create_metadata_store(metadata_url, clock=RealClock())
+    try:
+        info = MLInfo.decode((await store.get(ledger_path(ml_name))).value)
+        ledgers = LedgerMetadataStore(store)
+        return [(await ledgers.read(li.ledger_id))[0].state.name for li in info.ledgers]
+    finally:
+        await store.aclose()
+
+
 async def _under_replicated(metadata_url: str) -> list[int]:
     from magnetar.bookkeeper.underreplication import UnderReplicationManager
     from magnetar.metadata.factory import create_metadata_store
@@ -421,6 +437,7 @@ def test_broker_kill9_mid_stream_no_acknowledged_message_lost_none_returns(clust
     try:
         stream.wait_acked(200)
         victim = owner_index(cluster, topic)
+        before = asyncio.run(_ledger_states(cluster.metadata_url, f"{ns}/persistent/kill"))
         cluster.kill(f"broker-{victim}")
         t_kill = time.monotonic()
         stream.wait_acked(1, timeout_s=90)
@@ -440,3 +457,8 @@ def test_broker_kill9_mid_stream_no_acknowledged_message_lost_none_returns(clust
         f"kill -9: redelivered after ack: {len(window)} acked within {ACK_WINDOW_S} s of the kill, {len(late)} earlier"
     )
     assert late == [], late
+    # The new owner recovered the managed ledger: the dead owner's ledger was fenced and closed
+    # (BookKeeper recovery), and it writes to a ledger of its own.
+    states = asyncio.run(_ledger_states(cluster.metadata_url, f"{ns}/persistent/kill"))
+    assert before[-1] == "OPEN" and len(states) > len(before), (before, states)
+    assert all(st == "CLOSED" for st in states[: len(before)]), (before, states)
