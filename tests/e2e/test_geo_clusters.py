@@ -17,6 +17,7 @@ namespace replicated to both are created through A's admin API; the official
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from magnetar.cli.cluster import read_cluster_metadata
 from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401 -- fixture
 
 pulsar = pytest.importorskip("pulsar")
@@ -79,8 +81,9 @@ class Cluster:
         done = magnetar(*self.up_args)
         assert done.returncode == 0, f"cluster up {self.name}: {done.stdout}\n{done.stderr}"
 
-    def down(self) -> None:
-        magnetar("cluster", "down", "--data-dir", str(self.data_dir), "--timeout", "20", timeout_s=120)
+    def down(self) -> str:
+        done = magnetar("cluster", "down", "--data-dir", str(self.data_dir), "--timeout", "30", timeout_s=180)
+        return done.stdout + done.stderr
 
     @property
     def state(self) -> dict[str, Any]:
@@ -135,6 +138,22 @@ def receive_all(consumer: Any, n: int, timeout_s: float = 60.0) -> list[Any]:
     return out
 
 
+def receive_until(consumer: Any, last: bytes, timeout_s: float = 40.0) -> list[bytes]:
+    """Receive and acknowledge until ``last`` arrived and 1 s passed without more."""
+    out: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            msg = consumer.receive(timeout_millis=1000)
+        except pulsar.Timeout:
+            if last in out:
+                break
+            continue
+        consumer.acknowledge(msg)
+        out.append(msg.data())
+    return out
+
+
 def topic_stats(c: Cluster, name: str) -> dict[str, Any] | None:
     try:
         return http("GET", f"{c.web_url()}/admin/v2/persistent/{NS}/{name}/stats")
@@ -158,16 +177,14 @@ def test_each_cluster_is_registered_in_the_shared_configuration_store(clusters) 
     """Both clusters see each other (the configuration store), each with every broker's URL, and
     each has its own bookies and brokers (its own metadata store)."""
     a, b = clusters
-    for here in (a, b):
-        assert set(http("GET", f"{here.web_url(1)}/admin/v2/clusters")) >= {"A", "B"}
+    assert set(http("GET", f"{a.web_url(1)}/admin/v2/clusters")) >= {"A", "B"}  # any broker
     data = http("GET", f"{a.web_url()}/admin/v2/clusters/B")
     assert data["brokerServiceUrl"] == b.service_url and data["brokerServiceUrl"].count(",") == 1
-    assert http("GET", f"{b.web_url()}/admin/v2/namespaces/{NS}/replication") == ["A", "B"]
-    for c in (a, b):
-        status = magnetar("cluster", "status", "--data-dir", str(c.data_dir), "--json", timeout_s=60)
-        report = json.loads(status.stdout)
-        assert report["cluster"] == c.name
-        assert len(report["metadata"]["bookies"]) == 2 and len(report["metadata"]["brokers"]) == 2, report
+    assert http("GET", f"{b.web_url()}/admin/v2/namespaces/{NS}/replication") == ["A", "B"]  # shared
+    for c in (a, b):  # what ``magnetar cluster status`` reads, from each cluster's own store
+        local = asyncio.run(read_cluster_metadata(c.state["metadata_url"]))
+        assert len(local["bookies"]) == 2 and len(local["brokers"]) == 2, local
+        assert c.state["configuration_store_url"] != c.state["metadata_url"]
     mine = {p["urls"]["bookieId"] for p in a.state["processes"] if p["role"] == "bookie"}
     theirs = {p["urls"]["bookieId"] for p in b.state["processes"] if p["role"] == "bookie"}
     assert not mine & theirs
@@ -259,7 +276,7 @@ def test_cluster_b_down_mid_stream_then_back_exactly_once(clusters) -> None:  # 
         received += [m.data() for m in receive_all(consumer, 80)]
         consumer.close()  # its acknowledgements are in before B goes away
         c_b.close()
-        b.down()
+        print("magnetar cluster down B:", b.down())
         st = poll("A's replicator to B disconnected with a growing backlog",
                   lambda: (s := topic_stats(a, name)) and not s["replication"]["B"]["connected"]
                   and s["replication"]["B"]["replicationBacklog"] > 50 and s)  # fmt: skip
@@ -319,18 +336,7 @@ def test_replicated_subscription_switches_from_a_to_b(clusters) -> None:  # noqa
         consumer.close()
         failover = c_b.subscribe(topic, "rs", initial_position=pulsar.InitialPosition.Earliest,
                                  replicate_subscription_state_enabled=True)  # fmt: skip
-        rest: list[bytes] = []
-        last = f"{total - 1:04d}".encode()
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:  # until the last message, then 1 s of silence
-            try:
-                msg = failover.receive(timeout_millis=1000)
-            except pulsar.Timeout:
-                if last in rest:
-                    break
-                continue
-            failover.acknowledge(msg)
-            rest.append(msg.data())
+        rest = receive_until(failover, f"{total - 1:04d}".encode())
         expected_rest = [f"{i:04d}".encode() for i in range(half, total)]
         assert [d for d in rest if d >= expected_rest[0]] == expected_rest, "no gap, in order"
         redelivered = [d for d in rest if d < expected_rest[0]]
@@ -338,6 +344,53 @@ def test_replicated_subscription_switches_from_a_to_b(clusters) -> None:  # noqa
         assert len(redelivered) <= bound, (len(redelivered), bound)
         assert len(set(rest)) == len(rest)
         print(f"replicated subscription A->B: {len(redelivered)} redelivered (bound {bound})")
+    finally:
+        c_a.close()
+        c_b.close()
+
+
+def test_replicated_subscription_snapshots_survive_a_restart_of_a(clusters) -> None:  # noqa: ANN001
+    """The snapshots are markers stored in the topic: A's whole cluster restarts after a stream
+    was published (and snapshotted) but before anything was consumed; then A's consumer takes
+    three quarters of it.  Only the snapshots taken before the restart lie within what it
+    acknowledged (the first one after the restart sits behind the last message), so B's
+    subscription moves only if A read them back; a consumer switching to B then re-receives at
+    most what lies between the last such snapshot and where A stopped."""
+    a, b = clusters
+    name = f"rsr-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{NS}/{name}"
+    total, part, rate_per_s = 200, 150, 100
+    c_a, c_b = a.client(), b.client()
+    try:
+        c_a.subscribe(topic, "rs", initial_position=pulsar.InitialPosition.Earliest,
+                      replicate_subscription_state_enabled=True).close()  # fmt: skip
+        producer = c_a.create_producer(topic, batching_enabled=False)
+        for i in range(total):
+            producer.send_async(f"{i:04d}".encode(), None)
+            time.sleep(1.0 / rate_per_s)
+        producer.flush()
+        poll("A's replicator to B caught up",
+             lambda: (s := topic_stats(a, name)) and s["replication"]["B"]["replicationBacklog"] == 0)  # fmt: skip
+        time.sleep(3 * SNAPSHOT_MS / 1000)  # the last snapshot round completes
+        c_a.close()
+        print("magnetar cluster down A:", a.down())
+        a.up()
+        c_a = a.client()
+        consumer = c_a.subscribe(topic, "rs", replicate_subscription_state_enabled=True)
+        got = [m.data() for m in receive_all(consumer, part)]
+        assert got == [f"{i:04d}".encode() for i in range(part)]
+        consumer.close()  # acknowledgements flushed
+        st = poll("B's subscription moved by a snapshot taken before A's restart",
+                  lambda: (s := sub_stats(b, name, "rs")) and s["msgBacklog"] < total - part // 2 and s,
+                  timeout_s=40)  # fmt: skip
+        failover = c_b.subscribe(topic, "rs", replicate_subscription_state_enabled=True)
+        rest = receive_until(failover, f"{total - 1:04d}".encode())
+        expected = [f"{i:04d}".encode() for i in range(part, total)]
+        assert [d for d in rest if d >= expected[0]] == expected, "no gap, in order"
+        redelivered = [d for d in rest if d < expected[0]]
+        bound = int(rate_per_s * SNAPSHOT_MS / 1000 * 2) + 20
+        assert len(redelivered) <= bound, (len(redelivered), bound, st)
+        print(f"after A's restart: {len(redelivered)} redelivered in B (bound {bound})")
     finally:
         c_a.close()
         c_b.close()
