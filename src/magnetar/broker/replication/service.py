@@ -22,6 +22,10 @@ never replicate.
 * A topic owns its replicators (``topic.replicators``) and closes them before
   its managed ledger (``PersistentTopic.close``).
 
+A replicator sends at most at the topic's ``replicatorDispatchRate`` (topic
+level, else namespace), else at the broker's defaults
+``dispatchThrottlingRatePerReplicatorInMsg``/``InByte`` (0: unlimited).
+
 Each replicator's task is the service's: it is spawned on the broker's
 supervisor with ``on_error`` pointing back here, so a replicator that dies of
 an unexpected error is logged, counted and restarted by the next check.
@@ -32,6 +36,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
+from magnetar.broker.config import ConfigError
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
 from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
@@ -57,6 +62,22 @@ SYSTEM_NAMESPACES = frozenset({"pulsar/system"})
 DEFAULT_CHECK_INTERVAL_MS = 1000
 DEFAULT_SNAPSHOT_FREQUENCY_MS = 1000
 DEFAULT_SNAPSHOT_TIMEOUT_S = 30
+
+
+def default_replicator_rate(props: dict[str, Any]) -> DispatchRate:
+    """The broker-wide replicator rate (``dispatchThrottlingRatePerReplicatorInMsg`` and
+    ``...InByte``, per second; 0 or less: unlimited); ConfigError names a bad value."""
+    values = {}
+    for key, field_ in (
+        ("dispatchThrottlingRatePerReplicatorInMsg", "dispatchThrottlingRateInMsg"),
+        ("dispatchThrottlingRatePerReplicatorInByte", "dispatchThrottlingRateInByte"),
+    ):
+        raw = str(props.get(key) or "0").strip()
+        try:
+            values[field_] = int(raw)
+        except ValueError:
+            raise ConfigError(f"{key}={raw!r}: expected a whole number (per second; 0 = unlimited)") from None
+    return DispatchRate.from_policy({**values, "ratePeriodInSecond": 1})
 
 
 class InboundReplication(Protocol):
@@ -93,6 +114,14 @@ class ReplicationService:
         self.snapshot_timeout_s = float(
             props.get("replicatedSubscriptionsSnapshotTimeoutSeconds") or DEFAULT_SNAPSHOT_TIMEOUT_S
         )
+        self.default_replicator_rate = default_replicator_rate(props)
+
+    def replicator_rate(self, topic: PersistentTopic) -> DispatchRate:
+        """The rate a replicator of ``topic`` sends at: the topic's ``replicatorDispatchRate``
+        (topic level, else namespace), else the broker's
+        ``dispatchThrottlingRatePerReplicatorInMsg``/``InByte`` (0: unlimited), as Pulsar."""
+        doc = topic.policies.replicator_dispatch_rate
+        return DispatchRate.from_policy(doc) if doc else self.default_replicator_rate
 
     # ------------------------------------------------------------ policy
     async def configured_clusters(self, topic: PersistentTopic) -> list[str]:
@@ -159,7 +188,7 @@ class ReplicationService:
             max_pending=self.max_pending,
             prefix=self.prefix,
             credentials=self.credentials,
-            rate_of=lambda: DispatchRate.from_policy(topic.policies.replicator_dispatch_rate),
+            rate_of=lambda: self.replicator_rate(topic),
             schema_of=lambda version: self._schema_of(topic.name, version),
         )
         topic.replicators[remote] = replicator
