@@ -264,11 +264,11 @@ def test_cluster_b_down_mid_stream_then_back_exactly_once(clusters) -> None:  # 
         stop = threading.Event()
 
         def produce() -> None:  # a steady stream until told to stop (B goes down meanwhile)
-            while not stop.is_set() and len(sent) < 5000:
+            while not stop.is_set() and len(sent) < 3000:
                 data = f"{len(sent):05d}".encode()
                 producer.send_async(data, None)
                 sent.append(data)
-                time.sleep(0.005)
+                time.sleep(0.01)
             producer.flush()
 
         worker = threading.Thread(target=produce)
@@ -391,6 +391,41 @@ def test_replicated_subscription_snapshots_survive_a_restart_of_a(clusters) -> N
         bound = int(rate_per_s * SNAPSHOT_MS / 1000 * 2) + 20
         assert len(redelivered) <= bound, (len(redelivered), bound, st)
         print(f"after A's restart: {len(redelivered)} redelivered in B (bound {bound})")
+    finally:
+        c_a.close()
+        c_b.close()
+
+
+def test_copy_deleted_when_b_leaves_is_not_created_again(clusters) -> None:  # noqa: ANN001
+    """B leaves a namespace's replication clusters: B deletes its copy (Pulsar's checkReplication),
+    and neither B's consumer, still reconnecting, nor a new one creates it again -- B refuses a
+    topic in a namespace not replicated to it, as Pulsar does."""
+    a, b = clusters
+    ns = f"{TENANT}/leave-{uuid.uuid4().hex[:6]}"
+    http("PUT", f"{a.web_url()}/admin/v2/namespaces/{ns}", {"replication_clusters": ["A", "B"]})
+    topic = f"persistent://{ns}/t"
+    stats_url = f"{b.web_url()}/admin/v2/persistent/{ns}/t/stats"
+    c_a, c_b = a.client(), b.client()
+
+    def gone_in_b() -> bool:
+        try:
+            http("GET", stats_url)
+        except urllib.error.HTTPError as err:
+            return err.code == 404
+        return False
+
+    try:
+        consumer = c_b.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        c_a.create_producer(topic).send(b"before")
+        assert [m.data() for m in receive_all(consumer, 1)] == [b"before"]
+        http("POST", f"{a.web_url()}/admin/v2/namespaces/{ns}/replication", ["A"])
+        poll("B deleted its copy", gone_in_b, timeout_s=40)
+        with pytest.raises(Exception, match="(?i)cluster|not allowed|NotAllowed"):  # noqa: PT011 -- the client's error type
+            c_b.subscribe(topic, "s2")
+        time.sleep(3)  # the first consumer keeps reconnecting meanwhile
+        assert gone_in_b(), "a reconnecting client created B's copy again"
+        stats = http("GET", f"{a.web_url()}/admin/v2/persistent/{ns}/t/stats")
+        assert stats["msgInCounter"] == 1
     finally:
         c_a.close()
         c_b.close()

@@ -14,7 +14,8 @@ The state file ``<data-dir>/cluster.json`` records every process (pid, config
 file, log, ports) and the metadata URL.  ``down`` stops them in reverse order
 (proxy, brokers, auto-recovery, bookies, ZooKeeper if we started it) with
 SIGTERM, then SIGKILL after ``--timeout``; a pid is only signalled while its
-command line still names its config file, so a recycled pid is never hit.
+command line still names its config file, so a recycled pid is never hit;
+the processes of one role stop together (the brokers in parallel).
 ``status`` prints each process (running or not, and for brokers and the
 proxy whether the HTTP port answers), then what the metadata store says: the
 bookies under ``/ledgers/available``, the brokers registered under
@@ -267,14 +268,24 @@ def run_down(args: argparse.Namespace) -> int:
 
 
 def _stop_all(state: dict[str, Any], timeout_s: float) -> None:
+    """Role by role (proxy, brokers, ...): the processes of one role are stopped together
+    (SIGTERM to each at once, then each waited for), so a cluster's brokers shut down in
+    parallel rather than one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from magnetar.app.cluster_launch import stop_pid
 
     for role in ROLE_ORDER_DOWN:
-        for e in reversed([e for e in state["processes"] if e["role"] == role]):
-            if not _ours(e):
+        group = list(reversed([e for e in state["processes"] if e["role"] == role]))
+        running = [e for e in group if _ours(e)]
+        for e in group:
+            if e not in running:
                 print(f"  {e['name']:<14} not running", flush=True)
-                continue
-            how = stop_pid(e["pid"], timeout_s)
+        if not running:
+            continue
+        with ThreadPoolExecutor(max_workers=len(running)) as pool:
+            results = list(pool.map(lambda e: stop_pid(e["pid"], timeout_s), running))
+        for e, how in zip(running, results, strict=True):
             print(f"  {e['name']:<14} {how} (pid {e['pid']})", flush=True)
 
 

@@ -18,7 +18,8 @@ never replicate.
   closed and their cursors deleted (Pulsar's removeReplicator); a topic whose
   replication clusters are set and no longer name the local cluster is
   deleted here, forcefully (Pulsar's checkReplication: removing a cluster
-  from a namespace's clusters removes that namespace's topics in it).
+  from a namespace's clusters removes that namespace's topics in it), and
+  :meth:`check_creation_allowed` keeps it from being created again.
 * A topic owns its replicators (``topic.replicators``) and closes them before
   its managed ledger (``PersistentTopic.close``).
 
@@ -37,7 +38,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
 from magnetar.broker.config import ConfigError
-from magnetar.broker.errors import BrokerError
+from magnetar.broker.errors import BrokerError, PreconditionFailedError
 from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
 from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
 from magnetar.broker.resources.base import JsonStore
@@ -54,6 +55,7 @@ from magnetar.protocol.wire import WireSchema
 if TYPE_CHECKING:
     import asyncio
 
+    from magnetar.broker.service.names import TopicRef
     from magnetar.broker.service.topic import PersistentTopic
 
 log = logging.getLogger(__name__)
@@ -127,9 +129,11 @@ class ReplicationService:
     async def configured_clusters(self, topic: PersistentTopic) -> list[str]:
         """The replication clusters set for ``topic`` (topic level, else namespace), local
         included; empty when none are set (or for system topics)."""
+        return await self.configured_clusters_for(topic.ref)
+
+    async def configured_clusters_for(self, ref: TopicRef) -> list[str]:
         from magnetar.broker.service.policies import topic_policies_path  # service imports us
 
-        ref = topic.ref
         if ref.namespace in SYSTEM_NAMESPACES or ref.local_name.startswith("__"):
             return []
         doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(ref)) or {}
@@ -138,6 +142,18 @@ class ReplicationService:
             policies = await self._svc.resources.namespaces.get(ref.namespace) or {}
             clusters = policies.get("replication_clusters") or []
         return sorted(set(clusters))
+
+    async def check_creation_allowed(self, ref: TopicRef) -> None:
+        """Before a new persistent topic is created here: refused (412 / NotAllowed) when its
+        replication clusters are set and do not name this cluster, as Pulsar refuses it -- so a
+        copy deleted because this cluster left the namespace's (or the topic's) clusters is not
+        created again by a client that reconnects, or by the remote cluster's replicator."""
+        clusters = await self.configured_clusters_for(ref)
+        if clusters and self.local_cluster not in clusters:
+            raise PreconditionFailedError(
+                f"Namespace missing local cluster name in clusters list: local_cluster="
+                f"{self.local_cluster} ns={ref.namespace} clusters={clusters}"
+            )
 
     async def clusters_of(self, topic: PersistentTopic) -> list[str]:
         """The remote clusters ``topic`` replicates to (empty: none)."""
