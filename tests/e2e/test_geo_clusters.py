@@ -300,6 +300,13 @@ def test_cluster_b_down_mid_stream_then_back_exactly_once(clusters) -> None:  # 
         c_b.close()
 
 
+def redelivery_bound(rate_per_s: int) -> int:
+    """What a switch to B may re-deliver: what A acknowledged since its last snapshot, i.e. what
+    was published within two snapshot intervals plus a snapshot's round trip (request to B and
+    response back; up to 1 s on a loaded 2-core machine)."""
+    return int(rate_per_s * (2 * SNAPSHOT_MS / 1000 + 1.0))
+
+
 def sub_stats(c: Cluster, name: str, sub: str) -> dict[str, Any] | None:
     st = topic_stats(c, name)
     return None if st is None else st["subscriptions"].get(sub)
@@ -311,7 +318,7 @@ def test_replicated_subscription_switches_from_a_to_b(clusters) -> None:  # noqa
     a, b = clusters
     name = f"rs-{uuid.uuid4().hex[:8]}"
     topic = f"persistent://{NS}/{name}"
-    total, half, rate_per_s = 200, 100, 100
+    total, half, rate_per_s = 200, 100, 50
     c_a, c_b = a.client(), b.client()
     try:
         consumer = c_a.subscribe(topic, "rs", initial_position=pulsar.InitialPosition.Earliest,
@@ -340,7 +347,7 @@ def test_replicated_subscription_switches_from_a_to_b(clusters) -> None:  # noqa
         expected_rest = [f"{i:04d}".encode() for i in range(half, total)]
         assert [d for d in rest if d >= expected_rest[0]] == expected_rest, "no gap, in order"
         redelivered = [d for d in rest if d < expected_rest[0]]
-        bound = int(rate_per_s * SNAPSHOT_MS / 1000 * 2) + 20  # what A acked since its last snapshot
+        bound = redelivery_bound(rate_per_s)
         assert len(redelivered) <= bound, (len(redelivered), bound)
         assert len(set(rest)) == len(rest)
         print(f"replicated subscription A->B: {len(redelivered)} redelivered (bound {bound})")
@@ -359,7 +366,7 @@ def test_replicated_subscription_snapshots_survive_a_restart_of_a(clusters) -> N
     a, b = clusters
     name = f"rsr-{uuid.uuid4().hex[:8]}"
     topic = f"persistent://{NS}/{name}"
-    total, part, rate_per_s = 200, 150, 100
+    total, part, rate_per_s = 200, 150, 50
     c_a, c_b = a.client(), b.client()
     try:
         c_a.subscribe(topic, "rs", initial_position=pulsar.InitialPosition.Earliest,
@@ -388,7 +395,7 @@ def test_replicated_subscription_snapshots_survive_a_restart_of_a(clusters) -> N
         expected = [f"{i:04d}".encode() for i in range(part, total)]
         assert [d for d in rest if d >= expected[0]] == expected, "no gap, in order"
         redelivered = [d for d in rest if d < expected[0]]
-        bound = int(rate_per_s * SNAPSHOT_MS / 1000 * 2) + 20
+        bound = redelivery_bound(rate_per_s)
         assert len(redelivered) <= bound, (len(redelivered), bound, st)
         print(f"after A's restart: {len(redelivered)} redelivered in B (bound {bound})")
     finally:
@@ -419,7 +426,7 @@ def test_copy_deleted_when_b_leaves_is_not_created_again(clusters) -> None:  # n
         c_a.create_producer(topic).send(b"before")
         assert [m.data() for m in receive_all(consumer, 1)] == [b"before"]
         http("POST", f"{a.web_url()}/admin/v2/namespaces/{ns}/replication", ["A"])
-        poll("B deleted its copy", gone_in_b, timeout_s=40)
+        poll("B deleted its copy", gone_in_b, timeout_s=60)
         with pytest.raises(Exception, match="(?i)cluster|not allowed|NotAllowed"):  # noqa: PT011 -- the client's error type
             c_b.subscribe(topic, "s2")
         time.sleep(3)  # the first consumer keeps reconnecting meanwhile
