@@ -119,6 +119,7 @@ class TopicRegistry:
             if not await self._svc.ml_factory.exists(ref.managed_ledger_name):
                 if not create or not (explicit or await self.may_create(ref)):
                     raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
+                await self._svc.replication.check_creation_allowed(ref)  # not replicated here: refused
                 if not ref.is_partition:  # partitions were counted with their partitioned topic
                     await self._svc.check_max_topics(ref, 1)
             fut = self._topics.get(ref.full_name)
