@@ -253,3 +253,27 @@ async def test_lookup_redirects_to_an_unreachable_owner_whose_lock_stays(brokers
     other.ns.dead_owners.probe = lambda url: asyncio.sleep(0, False)
     answer = await asyncio.wait_for(other.ns.lookup(ref), 5)
     assert answer.redirect and answer.owner.http_url == owner.web_service_url()
+
+
+async def test_concurrent_lookups_while_this_broker_takes_the_bundle_all_connect(brokers, monkeypatch):
+    """The lock node exists (with our data) before the acquisition completes: a lookup or a
+    topic load reading it meanwhile waits for the acquisition instead of answering
+    ServiceNotReady ("held by an old session"), which sent clients into their back-off."""
+    b = brokers[0]
+    store = b.metadata_store
+    real_put = store.put
+
+    async def late_answer(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        stat = await real_put(*args, **kwargs)
+        await asyncio.sleep(0.05)  # ZooKeeper's answer arrives after the node is visible
+        return stat
+
+    monkeypatch.setattr(store, "put", late_answer)
+    refs = [parse_topic(f"persistent://{NS}/c{i}") for i in range(40)]
+    bundle = await b.ns.bundle_of(refs[0])
+    same = [r for r in refs if await b.ns.bundle_of(r) == bundle]
+    answers = await asyncio.gather(
+        *(b.ns.lookup(r, True) for r in same), *(b.ns.check_owned(r) for r in same), return_exceptions=True
+    )
+    assert [a for a in answers if isinstance(a, BaseException)] == []
+    assert all(not a.redirect for a in answers[: len(same)])

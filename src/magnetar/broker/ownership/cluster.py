@@ -193,7 +193,10 @@ class ClusterNamespaceService:
                 return LookupResult(me, redirect=False)
             owner = await self.ownership.owner_of(bundle)
             if owner is not None:
-                if owner.http_url == me.http_url:  # an earlier session of ours: wait for its expiry
+                if owner.http_url == me.http_url:
+                    if await self.ownership.settled_here(bundle):  # our acquisition was under way
+                        return LookupResult(me, redirect=False)
+                    # an earlier session of ours: wait for its expiry
                     raise errors.ServiceNotReadyError(f"bundle {bundle.name} is still held by an old session")
                 if not await self.dead_owners.reachable(owner) and await self.dead_owners.wait_gone(
                     bundle, lambda: self.ownership.owner_of(bundle), owner
@@ -237,11 +240,11 @@ class ClusterNamespaceService:
             raise errors.ServiceNotReadyError(f"Namespace bundle {bundle.name} is being unloaded")
         if self.ownership.is_owned(bundle):
             return
-        if (
-            not self._draining
-            and await self.ownership.owner_of(bundle) is None
-            and await self.ownership.try_acquire(bundle)
-        ):
+        owner = await self.ownership.owner_of(bundle)
+        if owner is not None and owner.http_url == self.self_data().http_url:
+            if await self.ownership.settled_here(bundle):  # our acquisition was under way
+                return
+        elif owner is None and not self._draining and await self.ownership.try_acquire(bundle):
             return
         raise errors.ServiceNotReadyError(f"Namespace bundle {bundle.name} is not owned by this broker")
 
