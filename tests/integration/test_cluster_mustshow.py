@@ -153,6 +153,7 @@ class Stream:
             batching_enabled=False,
         )
         self.acked: list[int] = []
+        self.receipts: dict[int, str] = {}  # value -> the message id its send receipt carried
         self.received: list[int] = []
         self.stored: dict[int, set[str]] = {}  # value -> the message ids it arrived with
         self.acked_at: dict[int, float] = {}  # value -> when the consumer acknowledged it
@@ -168,7 +169,8 @@ class Stream:
         i = 0
         while not self._stop.is_set():
             try:
-                self.producer.send(str(i).encode())
+                msg_id = self.producer.send(str(i).encode())
+                self.receipts[i] = str(msg_id)  # (-1,-1): answered as a duplicate by dedup
                 self.acked.append(i)
             except Exception as e:  # noqa: BLE001 -- recorded; not acknowledged, so not owed
                 self.errors.append(repr(e))
@@ -176,7 +178,9 @@ class Stream:
             time.sleep(0.005)
 
     def _recv(self) -> None:
-        while not self._stop.is_set() or len(set(self.received)) < len(self.acked):
+        # until every acknowledged value arrived (a count could be met early by a value whose
+        # send failed on the client yet was stored)
+        while not self._stop.is_set() or not set(self.acked) <= set(self.received):
             try:
                 msg = self.consumer.receive(timeout_millis=500)
             except Exception:  # noqa: BLE001 -- receive timeout
@@ -213,7 +217,11 @@ class Stream:
         if not lost:
             return ""
         near = {v: sorted(self.stored.get(v, ())) for v in range(max(0, lost[0] - 3), lost[0] + 4)}
-        return f"lost {lost}; around it (value -> message ids) {near}; send errors {self.errors[:5]}"
+        receipts = {v: self.receipts.get(v) for v in range(max(0, lost[0] - 3), lost[0] + 4)}
+        return (
+            f"lost {lost}; around it (value -> message ids received) {near}; "
+            f"(value -> send receipt) {receipts}; send errors {self.errors[:5]}"
+        )
 
     def stored_twice(self) -> list[int]:
         """Values stored under two message ids: a duplicate in the log (dedup failed)."""

@@ -22,6 +22,7 @@ reconnect); delete does the same and deletes the ledger and its cursors.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -137,8 +138,15 @@ class TopicRegistry:
 
     async def _load(self, ref: TopicRef, fut: asyncio.Future[PersistentTopic]) -> None:
         try:
+            # Retention unknown until the policy enforcer applies the topic's policies (within
+            # a tick of the load): keep every ledger meanwhile.  With the broker's default (0),
+            # the trim at open -- or the first ack -- deleted consumed ledgers a retention
+            # policy keeps (seen after an unload moved a topic with infinite retention).
             ml = await self._svc.ml_factory.open(
-                ref.managed_ledger_name, self._svc.config.managed_ledger_config()
+                ref.managed_ledger_name,
+                dataclasses.replace(
+                    self._svc.config.managed_ledger_config(), retention_time_ms=-1, retention_size_bytes=-1
+                ),
             )
             topic = PersistentTopic(ref, ml, self._svc.config, self._svc.clock, self._svc.supervisor)
             topic.on_fenced = self._unload_fenced
