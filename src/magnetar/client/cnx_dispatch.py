@@ -14,7 +14,7 @@ the last chunk and routes it at once, in order:
   REACHED_END_OF_TOPIC, TOPIC_MIGRATED, WATCH_TOPIC_UPDATE) goes to the
   handler registered under its id; CLOSE_* and TOPIC_MIGRATED also unregister
   it (the handler reconnects on its own);
-* PING is answered at once, AUTH_CHALLENGE with fresh auth data (a task);
+* PING is answered (written with the turn's other frames), AUTH_CHALLENGE with fresh auth data (a task);
 * ConnectionClosed stops the drain: ``_drain_events`` returns False and the
   connection shuts down.
 
@@ -75,6 +75,9 @@ class CommandRouter:
     async def _answer_challenge_safely(self) -> None:  # provided by the connection
         raise NotImplementedError
 
+    def _put(self, data: bytes) -> None:  # provided by the connection: write one frame
+        raise NotImplementedError
+
     def _drain_events(self) -> bool:
         """Route every pending event; False once the state machine reports the connection closed."""
         conn = self._conn
@@ -91,7 +94,7 @@ class CommandRouter:
                     else:
                         fut.set_result(event.frame)
             elif isinstance(event, PingReceived):
-                self._transport.write(event.reply)  # type: ignore[union-attr]
+                self._put(event.reply)
             elif isinstance(event, ConnectionClosed):
                 return False
         return True

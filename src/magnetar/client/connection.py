@@ -20,8 +20,15 @@ PING, or closes the connection when the previous PING got no traffic back.
 When the connection ends for any reason, every pending request fails with
 ``ConnectError`` and every handler's ``connection_closed(cnx)`` is called once
 so producers and consumers reconnect (they own their reconnect loops; this
-class never reconnects). Writes are plain ``transport.write``; senders of bulk
-data call ``drain()``, which waits while the transport asked us to pause.
+class never reconnects).
+
+Writes are coalesced: frames written during one turn of the event loop
+(a burst of unbatched sends, a FLOW and an ACK, a SUBSCRIBE and its FLOW) are
+kept in order and go to the socket as one ``transport.write`` when the turn
+ends (``call_soon``), so a burst costs one system call and one wake-up of the
+broker instead of one per frame. Once ``COALESCE_MAX_BYTES`` are waiting they
+are written at once (bulk data is not held back). Senders of bulk data call
+``drain()``, which waits while the transport asked us to pause.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ __all__ = ["ClientCnx", "ConnectionConfig", "Handler", "make_ssl_context", "spli
 
 log = logging.getLogger(__name__)
 T = CommandType
+COALESCE_MAX_BYTES = 64 * 1024
 
 
 class ClientCnx(CommandRouter):
@@ -65,6 +73,9 @@ class ClientCnx(CommandRouter):
         self._conn = ClientConnection(keepalive_interval_s=config.keepalive_s)
         self._wire: Wire | None = None
         self._transport: asyncio.Transport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._out: list[bytes] = []  # frames written in this loop turn, sent together when it ends
+        self._out_bytes = 0
         self._handshake: asyncio.Future[None] | None = None
         self._pending: dict[tuple[CommandType, int], asyncio.Future[Frame]] = {}
         self._producers: dict[int, Handler] = {}
@@ -85,7 +96,7 @@ class ClientCnx(CommandRouter):
     async def open(self) -> None:
         host, port = split_host_port(self.physical)
         ssl_ctx = self.config.ssl_context
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._handshake = loop.create_future()
         try:
             transport, wire = await asyncio.wait_for(
@@ -168,6 +179,8 @@ class ClientCnx(CommandRouter):
         self.close_reason = reason
         self._conn.close()
         if self._transport is not None:
+            if reason is None:
+                self._flush_out()  # a graceful close still sends what was written before it
             self._transport.close()
         hs = self._handshake
         if hs is not None and not hs.done():
@@ -220,12 +233,30 @@ class ClientCnx(CommandRouter):
     # ------------------------------------------------------------------ output
     def write(self, data: bytes) -> None:
         self._check_open()
-        assert self._transport is not None
-        self._transport.write(self._conn.send(data))
+        self._put(self._conn.send(data))
+
+    def _put(self, data: bytes) -> None:
+        """Queue one encoded frame for the end of this loop turn (at once past COALESCE_MAX_BYTES)."""
+        out = self._out
+        if not out:
+            self._loop.call_soon(self._flush_out)  # type: ignore[union-attr]
+        out.append(data)
+        self._out_bytes += len(data)
+        if self._out_bytes >= COALESCE_MAX_BYTES:
+            self._flush_out()
+
+    def _flush_out(self) -> None:
+        out = self._out
+        if not out:
+            return
+        self._out, self._out_bytes = [], 0
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
 
     @property
     def write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() if self._transport else 0
+        return self._out_bytes + (self._transport.get_write_buffer_size() if self._transport else 0)
 
     async def drain(self) -> None:
         if self._wire is not None and not self._closed.is_set():
@@ -236,8 +267,7 @@ class ClientCnx(CommandRouter):
         self._check_open()
         rid = self._conn.new_request_id()
         fut: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
-        assert self._transport is not None
-        self._transport.write(self._conn.send_request(kind, rid, build(rid)))
+        self._put(self._conn.send_request(kind, rid, build(rid)))
         self._pending[(kind, rid)] = fut
         limit = self.config.operation_timeout_s if timeout_s == -1.0 else timeout_s
         try:
