@@ -14,7 +14,7 @@ absent topic gets metadata with the default partition count first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from magnetar.broker import errors
 from magnetar.broker.service.names import (
@@ -26,9 +26,7 @@ from magnetar.broker.service.names import (
     topic_ref,
 )
 from magnetar.broker.service.stats import merge_topic_stats, topic_stats_dict
-
-if TYPE_CHECKING:
-    from magnetar.broker.service.topic import PersistentTopic
+from magnetar.broker.service.topic import PersistentTopic
 
 
 class TopicAdmin:
@@ -242,11 +240,10 @@ class TopicAdmin:
         return out
 
     async def internal_stats(self, topic: str, metadata: bool = False) -> dict:
-        ml = (await self._existing_topic(topic)).ml
-        with_metadata = getattr(ml, "internal_stats_with_metadata", None)  # none: non-persistent
-        if metadata and with_metadata is not None:
-            return await with_metadata()
-        return ml.internal_stats()
+        t = await self._existing_topic(topic)
+        if metadata and isinstance(t, PersistentTopic):
+            return await t.ml.internal_stats_with_metadata()
+        return t.internal_stats()
 
     async def list_subscriptions(self, topic: str) -> list[str]:
         ref = parse_topic(topic)
@@ -260,7 +257,7 @@ class TopicAdmin:
                     pass
             return sorted(names)
         t = await self._existing_topic(topic)
-        return sorted(set(t.subscriptions) | set(t.ml.cursors))
+        return sorted(set(t.subscriptions) | set(t.stored_cursors))
 
     async def partitioned_topic_stats(self, topic: str, per_partition: bool = True) -> dict:
         ref = parse_topic(topic)
