@@ -229,9 +229,10 @@ class BrokerCompaction:
 
         try:
             doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(topic.ref)) or {}
-        except Exception:  # an unreadable topic-policy document: the namespace decides
+        except ValueError:  # a document that is not JSON: the namespace decides
             log.debug("reading topic policies of %s failed", topic.name, exc_info=True)
             doc = {}
+        # A metadata error (lost session, timeout) is no "no override": it fails this pass.
         if doc.get("compactionThreshold") is not None:
             return int(doc["compactionThreshold"])
         ns = await self._svc.resources.namespaces.get(topic.ref.namespace) or {}

@@ -37,6 +37,7 @@ from magnetar.broker.service.rates import Rate
 from magnetar.broker.service.topic_base import BaseTopic, TopicState
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.enums import SubType
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.payload import num_messages, peek_metadata
 
 NO_POSITION = Position(-1, -1)
@@ -125,7 +126,7 @@ class NonPersistentSubscription:
         if self.sub_type == SubType.Key_Shared and self._selector is not None:
             try:
                 slot = slot_of_metadata(peek_metadata(entry.data))
-            except Exception:
+            except CorruptPayload:
                 slot = 1
             owner = self._selector.select(slot)
             return owner if owner is not None and owner.available else None
@@ -190,7 +191,7 @@ class NonPersistentTopic(BaseTopic):
             return fut
         try:
             n = num_messages(peek_metadata(data))
-        except Exception:
+        except CorruptPayload:
             n = max(1, n_messages)
         entry = Entry(Position(NP_LEDGER_ID, self._next_entry_id), data)
         self._next_entry_id += 1
