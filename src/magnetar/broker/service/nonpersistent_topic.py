@@ -21,7 +21,7 @@ tracking, and the storage facts shared code asks of a topic, answered as for
 a topic that stores nothing (no cursors, no entries, never terminated).  A
 subscription's cursor is :class:`_NoCursor` (nothing acknowledged, no
 backlog), what stats and admin read of it.  The registry creates these topics on demand (they exist while loaded;
-the inactive-topic sweep unloads them).
+the inactive-topic sweep unloads them): ``TopicRegistry._get_non_persistent``.
 """
 
 from __future__ import annotations
@@ -237,29 +237,3 @@ class NonPersistentTopic(BaseTopic):
             await sub.close()
         self.subscriptions.clear()
         self._set_state(TopicState.DELETED if delete else TopicState.CLOSED)
-
-
-async def get_non_persistent_topic(
-    registry: Any, service: Any, ref: TopicRef, create: bool
-) -> NonPersistentTopic:
-    """The loaded non-persistent topic, created on first use (it exists only while loaded)."""
-    topics = registry._topics  # the registry's name -> future map, shared with persistent topics
-    fut = topics.get(ref.full_name)
-    if fut is None:
-        await service.require_namespace(ref.namespace)
-        fut = topics.get(ref.full_name)
-    if fut is None:
-        if not create:
-            raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
-        if not ref.is_partition:
-            await service.check_max_topics(ref, 1)
-        fut = topics.get(ref.full_name)
-    if fut is None:
-        topic = NonPersistentTopic(ref, service.config, service.clock, service.supervisor)
-        fut = asyncio.get_running_loop().create_future()
-        fut.set_result(topic)
-        topics[ref.full_name] = fut
-    topic = await fut
-    if not topic.active:
-        raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
-    return topic
