@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
 from magnetar.metadata import api as md
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.payload import peek_metadata
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ class MessageDeduplication:
             for entry in entries:
                 try:
                     md = peek_metadata(entry.data)
-                except Exception:
+                except CorruptPayload:
                     continue
                 if _is_non_final_chunk(md):
                     continue
@@ -191,7 +192,7 @@ class MessageDeduplication:
         """Store ``data`` via ``start_add`` unless it is a duplicate (then a (-1,-1) future)."""
         try:
             md = peek_metadata(data)
-        except Exception:
+        except CorruptPayload:
             return start_add()
         name = md.producer_name or producer_name
         if _is_non_final_chunk(md):

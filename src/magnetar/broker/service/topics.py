@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from magnetar.broker import errors
 from magnetar.broker.service.dedup import MessageDeduplication, deduplication_enabled
 from magnetar.broker.service.names import TopicRef
+from magnetar.broker.service.nonpersistent_topic import NonPersistentTopic
 from magnetar.broker.service.topic import PersistentTopic
 from magnetar.managed_ledger.api import ManagedLedgerError
 from magnetar.metadata.api import MetadataError
@@ -106,11 +107,9 @@ class TopicRegistry:
         ``explicit`` (admin creation) bypasses the auto-creation policy.
         """
         if not ref.persistent:
-            from magnetar.broker.service.nonpersistent_topic import get_non_persistent_topic
-
             if self._topics.get(ref.full_name) is None:
                 await self._svc.namespace_service.check_owned(ref)  # only the bundle's owner loads it
-            return await get_non_persistent_topic(self, self._svc, ref, create)
+            return await self._get_non_persistent(ref, create)
         fut = self._topics.get(ref.full_name)
         if fut is None:
             await self._svc.require_namespace(ref.namespace)
@@ -132,6 +131,28 @@ class TopicRegistry:
             topic = await wait_for(self._svc.clock, asyncio.shield(fut), TOPIC_LOAD_TIMEOUT_S)
         except TimeoutError:
             raise errors.ServiceNotReadyError(f"Timed out loading topic {ref.full_name}") from None
+        if not topic.active:
+            raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
+        return topic
+
+    async def _get_non_persistent(self, ref: TopicRef, create: bool) -> NonPersistentTopic:
+        """The loaded non-persistent topic, created on first use (it exists only while loaded)."""
+        fut = self._topics.get(ref.full_name)
+        if fut is None:
+            await self._svc.require_namespace(ref.namespace)
+            fut = self._topics.get(ref.full_name)
+        if fut is None:
+            if not create:
+                raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
+            if not ref.is_partition:
+                await self._svc.check_max_topics(ref, 1)
+            fut = self._topics.get(ref.full_name)
+        if fut is None:
+            svc = self._svc
+            fut = asyncio.get_running_loop().create_future()
+            fut.set_result(NonPersistentTopic(ref, svc.config, svc.clock, svc.supervisor))
+            self._topics[ref.full_name] = fut
+        topic = await fut
         if not topic.active:
             raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
         return topic
