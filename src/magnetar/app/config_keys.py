@@ -51,6 +51,8 @@ BROKER_SERVICE_KEYS = frozenset(
         # geo-replication (broker.replication)
         "replicatorPrefix",
         "replicationProducerQueueSize",
+        "dispatchThrottlingRatePerReplicatorInMsg",
+        "dispatchThrottlingRatePerReplicatorInByte",
         "replicationMetricsEnabled",
         "magnetarReplicationPolicyCheckIntervalMs",
         "enableReplicatedSubscriptions",

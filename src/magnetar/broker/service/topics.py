@@ -20,14 +20,15 @@ reconnect); delete does the same and deletes the ledger and its cursors.
 
 A topic's managed ledger is opened with the config ``ml_config_for(ref)`` gives
 (the admin layer installs its policy resolution there: retention, persistence,
-offload), as Pulsar opens it with ``getManagedLedgerConfig``; the broker's
-defaults serve only where no admin layer runs.  A failure to read the policies
+offload), as Pulsar opens it with ``getManagedLedgerConfig``; where no admin
+layer runs, the broker's defaults with every ledger kept.  A failure to read the policies
 fails the load (retried by the client) rather than open under the defaults.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING
 from magnetar.broker import errors
 from magnetar.broker.service.dedup import MessageDeduplication, deduplication_enabled
 from magnetar.broker.service.names import TopicRef
+from magnetar.broker.service.nonpersistent_topic import NonPersistentTopic
 from magnetar.broker.service.topic import PersistentTopic
 from magnetar.managed_ledger.api import ManagedLedgerConfig, ManagedLedgerError
 from magnetar.metadata.api import MetadataError
@@ -113,11 +115,9 @@ class TopicRegistry:
         ``explicit`` (admin creation) bypasses the auto-creation policy.
         """
         if not ref.persistent:
-            from magnetar.broker.service.nonpersistent_topic import get_non_persistent_topic
-
             if self._topics.get(ref.full_name) is None:
                 await self._svc.namespace_service.check_owned(ref)  # only the bundle's owner loads it
-            return await get_non_persistent_topic(self, self._svc, ref, create)
+            return await self._get_non_persistent(ref, create)
         fut = self._topics.get(ref.full_name)
         if fut is None:
             await self._svc.require_namespace(ref.namespace)
@@ -127,6 +127,7 @@ class TopicRegistry:
             if not await self._svc.ml_factory.exists(ref.managed_ledger_name):
                 if not create or not (explicit or await self.may_create(ref)):
                     raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
+                await self._svc.replication.check_creation_allowed(ref)  # not replicated here: refused
                 if not ref.is_partition:  # partitions were counted with their partitioned topic
                     await self._svc.check_max_topics(ref, 1)
             fut = self._topics.get(ref.full_name)
@@ -142,12 +143,42 @@ class TopicRegistry:
             raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
         return topic
 
+    async def _get_non_persistent(self, ref: TopicRef, create: bool) -> NonPersistentTopic:
+        """The loaded non-persistent topic, created on first use (it exists only while loaded)."""
+        fut = self._topics.get(ref.full_name)
+        if fut is None:
+            await self._svc.require_namespace(ref.namespace)
+            fut = self._topics.get(ref.full_name)
+        if fut is None:
+            if not create:
+                raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
+            if not ref.is_partition:
+                await self._svc.check_max_topics(ref, 1)
+            fut = self._topics.get(ref.full_name)
+        if fut is None:
+            svc = self._svc
+            fut = asyncio.get_running_loop().create_future()
+            fut.set_result(NonPersistentTopic(ref, svc.config, svc.clock, svc.supervisor))
+            self._topics[ref.full_name] = fut
+        topic = await fut
+        if not topic.active:
+            raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
+        return topic
+
     async def _load(self, ref: TopicRef, fut: asyncio.Future[PersistentTopic]) -> None:
         try:
             # Opened with the effective storage policies (retention above all): the trim
-            # that follows an open must not run under the broker's default retention.
+            # that follows an open must not run under the broker's default retention (0),
+            # which deleted consumed ledgers a retention policy keeps (seen after an unload
+            # moved a topic with infinite retention).  With no policy resolver (no admin
+            # layer), every ledger is kept until a config is applied.
             resolver = self.ml_config_for
-            config = await resolver(ref) if resolver is not None else self._svc.config.managed_ledger_config()
+            if resolver is not None:
+                config = await resolver(ref)
+            else:
+                config = dataclasses.replace(
+                    self._svc.config.managed_ledger_config(), retention_time_ms=-1, retention_size_bytes=-1
+                )
             ml = await self._svc.ml_factory.open(ref.managed_ledger_name, config)
             topic = PersistentTopic(ref, ml, self._svc.config, self._svc.clock, self._svc.supervisor)
             if resolver is not None:
