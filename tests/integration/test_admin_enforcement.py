@@ -173,6 +173,47 @@ def test_retention_keeps_then_trims_ledgers(http: httpx.Client, client: pulsar.C
     p.close()
 
 
+def _ledger_ids(http: httpx.Client, path: str) -> list[int]:
+    return [li["ledgerId"] for li in http.get(f"{V2}/persistent/{path}/internalStats").json()["ledgers"]]
+
+
+def test_retention_holds_when_the_topic_is_loaded_again(http: httpx.Client, client: pulsar.Client) -> None:
+    """A topic is opened under its namespace's retention, not the broker's default (0: every
+    consumed ledger goes): the trim that follows every open (an unload, a failover, a restart)
+    must not delete retained ledgers before the policy enforcer's first pass."""
+    http.put(f"{V2}/tenants/enf", json={"allowedClusters": ["standalone"]})
+    assert http.put(f"{V2}/namespaces/enf/ret2").status_code == 204
+    keep = {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
+    assert http.post(f"{V2}/namespaces/enf/ret2/retention", json=keep).status_code == 204
+    t = "persistent://enf/ret2/t"
+    consumer = client.subscribe(t, "s")
+    time.sleep(SETTLE_S)
+    p = client.create_producer(t, batching_enabled=False)
+    for i in range(22):
+        p.send(b"r%d" % i)
+    for _ in range(22):
+        consumer.acknowledge(consumer.receive(5000))
+    time.sleep(SETTLE_S * 2)
+    before = _ledger_ids(http, "enf/ret2/t")
+    assert len(before) >= 4  # everything consumed, yet retained
+    consumer.close()
+    p.close()
+    for _ in range(2):  # loaded again, twice: each open runs a trim at once
+        assert http.put(f"{V2}/persistent/enf/ret2/t/unload").status_code == 204
+        p = client.create_producer(t, batching_enabled=False)  # loads the topic again
+        p.send(b"after")
+        time.sleep(SETTLE_S * 2)  # the open's trim and the enforcer's pass have both run
+        after = _ledger_ids(http, "enf/ret2/t")
+        p.close()
+        assert set(before) <= set(after), (before, after)
+    reader = client.create_reader(t, pulsar.MessageId.earliest)
+    got = []
+    while reader.has_message_available():
+        got.append(reader.read_next(5000).data())
+    reader.close()
+    assert got == [b"r%d" % i for i in range(22)] + [b"after", b"after"]
+
+
 def test_backlog_quota_producer_exception(http: httpx.Client, client: pulsar.Client) -> None:
     t = f"persistent://{NS}/enf-quota"
     base = f"{V2}/persistent/{NS}/enf-quota"

@@ -8,7 +8,7 @@ truth.  The cursor node ``/managed-ledgers/<name>/<cursor>``
 and holds the mark-delete as of the last pointer update.
 
 * First persist, or the ledger is full (``cursor_max_entries_per_ledger``), or
-  an add failed: *switch*: create a new ledger, write the snapshot into it,
+  an add failed (fenced included: auto-recovery fences open ledgers it repairs): *switch*: create a new ledger, write the snapshot into it,
   CAS the pointer to it, then delete the old ledger.  A crash between those
   steps leaves the pointer at the old ledger: the cursor restarts from an older
   snapshot and some messages are redelivered -- never lost.
@@ -25,7 +25,7 @@ A CAS failure on the node means another owner: ManagedLedgerFencedError.
 
 from __future__ import annotations
 
-from magnetar.bookkeeper.api import BKError, LedgerFencedError, NoSuchLedgerError, WriteHandle
+from magnetar.bookkeeper.api import BKError, NoSuchLedgerError, WriteHandle
 from magnetar.managed_ledger.api import (
     ManagedLedgerConfig,
     ManagedLedgerFencedError,
@@ -144,11 +144,11 @@ class CursorStore:
                 self.last_entry_id = await h.add_entry(data)
                 self.ledger_entries += 1
                 return
-            except LedgerFencedError as e:
-                # Only a new owner recovering this cursor fences its ledger.
-                raise ManagedLedgerFencedError(f"cursor ledger of {self.path} fenced by another owner") from e
             except BKError:
-                pass  # switch to a new ledger below
+                # Fenced too: auto-recovery fences an open ledger that lost a bookie, so a
+                # fence is no proof of a new owner.  Switch to a new ledger below; a new owner
+                # has rewritten the cursor node (claim), so the switch's CAS fences us then.
+                pass
         try:
             await self._switch_ledger(data, snap, config)
         except ManagedLedgerFencedError:

@@ -5,7 +5,9 @@ Theory of operation
 Open (:meth:`ManagedLedgerImpl.initialize`): read ``/managed-ledgers/<name>``
 (version V), open the last ledger with ``recovery=True`` -- that fences it
 against a previous owner still writing and fixes its last entry -- record its
-entry count and size (or drop it if empty), create a new ledger, and write the
+entry count and size (or drop it if its closed metadata says it is empty; a
+list count above the recovered one is kept and logged, never dropped),
+create a new ledger, and write the
 list back with CAS on V.  A failed CAS means another broker owns the ledger:
 :class:`ManagedLedgerFencedError`.  Then the cursors are recovered.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
@@ -49,6 +52,8 @@ from magnetar.managed_ledger.reads import LedgerReader
 from magnetar.managed_ledger.state import MLState, check_transition
 from magnetar.managed_ledger.stats import ledger_internal_stats
 from magnetar.managed_ledger.writer import AddOp, LedgerWriter
+
+log = logging.getLogger(__name__)
 
 
 class ManagedLedgerImpl(LedgerWriter):
@@ -82,6 +87,8 @@ class ManagedLedgerImpl(LedgerWriter):
         self._drained.set()
         self._op_lock = asyncio.Lock()
         self._rolling = False
+        self._roll_idle = asyncio.Event()  # set while no roll runs (see writer._add_error)
+        self._roll_idle.set()
         self._waiters: list[asyncio.Future[None]] = []
         self._ledger_created_mono = 0.0
         self.entries_added = 0
@@ -100,6 +107,8 @@ class ManagedLedgerImpl(LedgerWriter):
         self.trim_task: asyncio.Task[None] | None = None
         self.trim_again = False
         self.ledgers_deleted = 0
+        self.verified_empty: set[int] = set()  # zero-entry ledgers whose BK metadata agrees (trimmer)
+        self.kept_unconfirmed: set[int] = set()  # zero-entry ledgers BK recovered entries in (trimmer)
         self.message_counts = MessageCounts()
         self.offload_state = offload_process.OffloadState()
 
@@ -198,9 +207,20 @@ class ManagedLedgerImpl(LedgerWriter):
             await rh.close()
         except BKError:
             pass
-        if lac < 0:
+        if lac < 0 and last.entries == 0:
+            # Empty by its closed metadata (the recovery's answer), not only by our list.
             self.ledger_list.remove(last.ledger_id)
             self.ctx.supervisor.spawn(self._delete_bk_ledger(last.ledger_id), name="delete-empty-ledger")
+        elif lac + 1 < last.entries:
+            # The list recorded more confirmed entries than BookKeeper closed the ledger with:
+            # never drop (or delete) it for that; readers of the missing tail get the error.
+            log.error(
+                "%s: ledger %d recovered with %d entries, the list says %d; keeping the list's count",
+                self._name,
+                last.ledger_id,
+                lac + 1,
+                last.entries,
+            )
         else:
             self.ledger_list.set(replace(last, entries=lac + 1, size_bytes=length))
         self._refresh_lac_from_list()

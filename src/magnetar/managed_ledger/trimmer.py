@@ -15,7 +15,15 @@ first, a ledger is deleted if retention no longer keeps it:
 
 the walk stops at the first ledger retention keeps.  The ledger being written
 is never deleted, so with size retention S the stored bytes stay within S plus
-the current ledger.  Empty closed ledgers always go.  The ledger list is
+the current ledger.  Empty closed ledgers always go -- once BookKeeper agrees:
+a ledger whose list count is 0 is dropped only if its closed metadata (opened
+with recovery, which closes a ledger left open) has no entry either, or it no
+longer exists.  One that does hold entries is kept, and never deleted, but its
+entries stay invisible: the list count is what the writer had confirmed (see
+:mod:`.writer`), so they are adds that failed to their callers -- typically an
+add stranded on a lost bookie, recovered from the one copy that got it, and
+already retried on the next ledger: counting it would deliver it twice.  A
+warning names the ledger (an operator can read it).  The ledger list is
 rewritten first (CAS), then the ledgers are deleted on the bookies (and from an
 offloader); a crash in between leaks ledgers, never loses listed data.
 
@@ -36,7 +44,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from magnetar.bookkeeper.api import BKError
+from magnetar.bookkeeper.api import BKError, NoSuchLedgerError
 from magnetar.managed_ledger.api import ManagedLedgerError, Position
 from magnetar.managed_ledger.context import timed_lock
 from magnetar.managed_ledger.state import MLState
@@ -85,7 +93,8 @@ def _ledgers_to_delete(ml: ManagedLedgerImpl) -> list:
         if lid == ll.current_id or lid >= needed.ledger_id:
             break
         if info.entries == 0:
-            out.append(info)
+            if lid in ml.verified_empty:  # else BookKeeper could not tell yet: kept for now
+                out.append(info)
             continue
         expired = c.retention_time_ms >= 0 and now - info.timestamp_ms >= c.retention_time_ms
         over_size = c.retention_size_bytes >= 0 and total - size_deleted > c.retention_size_bytes
@@ -96,10 +105,49 @@ def _ledgers_to_delete(ml: ManagedLedgerImpl) -> list:
     return out
 
 
+async def _verify_empty_ledgers(ml: ManagedLedgerImpl) -> None:
+    """Ask BookKeeper about every closed ledger the list counts empty (once per ledger):
+    empty ones join ``ml.verified_empty`` (the trim may drop them); one holding entries joins
+    ``ml.kept_unconfirmed`` and stays.  Under the op lock, so no ledger being created or rolled
+    is opened (and fenced) here."""
+    ll = ml.ledger_list
+    for info in ll.infos():
+        lid = info.ledger_id
+        if lid == ll.current_id:
+            break
+        if info.entries != 0 or lid in ml.verified_empty or lid in ml.kept_unconfirmed:
+            continue
+        try:
+            rh = await ml.ctx.bookkeeper.open_ledger(lid, password=ml.config.password, recovery=True)
+        except NoSuchLedgerError:
+            ml.verified_empty.add(lid)
+            continue
+        except BKError as e:
+            log.info("%s: cannot check whether ledger %d is empty (%r): kept", ml.name, lid, e)
+            continue
+        lac = rh.last_add_confirmed
+        try:
+            await rh.close()
+        except BKError:
+            pass
+        if lac < 0:
+            ml.verified_empty.add(lid)
+            continue
+        ml.kept_unconfirmed.add(lid)
+        log.warning(
+            "%s: ledger %d is listed with no confirmed entry but BookKeeper closed it at entry %d "
+            "(adds that failed to their callers): kept, not deleted; its entries stay unlisted",
+            ml.name,
+            lid,
+            lac,
+        )
+
+
 async def trim_consumed_ledgers(ml: ManagedLedgerImpl) -> None:
     async with timed_lock(ml.op_lock):
         if ml.state in (MLState.CLOSED, MLState.FENCED, MLState.NONE):
             return
+        await _verify_empty_ledgers(ml)
         doomed = _ledgers_to_delete(ml)
         if not doomed:
             return

@@ -26,15 +26,22 @@ in-flight adds drain, the handle is closed, the ledger's final entry count and
 size go into the list, a new ledger is created and appended to the list (CAS),
 and the queue is issued.
 
-Failure: an add failing with LedgerFencedError means somebody else recovered
-our ledger: Fenced, every waiting add fails with ManagedLedgerFencedError.
-Any other BookKeeper error fails that add (and, as BookKeeper fails every
-later add on a broken handle, the ones after it) with the retriable
-ManagedLedgerStorageError, and the ledger is rolled: closed at its LAC (so
-the failed entries are not part of it) and replaced.  A caller that retries
-gets a new position; no entry is in the log twice and positions only grow.
-If creating the next ledger fails the state is WriteFailed and the next add
-tries again.  (An add that failed by timing out may still have reached a
+Failure: any BookKeeper error -- LedgerFencedError included -- fails that add
+(and, as BookKeeper fails every later add on a broken handle, the ones after
+it) with the retriable ManagedLedgerStorageError, and the ledger is rolled:
+closed at its LAC (so the failed entries are not part of it) and replaced.  A
+caller that retries gets a new position; no entry is in the log twice and
+positions only grow.  If creating the next ledger fails the state is
+WriteFailed and the next add tries again.  A fenced ledger is a BookKeeper
+event, not proof of a new owner: auto-recovery's replication worker fences an
+open ledger that lost a bookie to repair it (as in Pulsar).  Ownership is
+decided by the ledger list's CAS alone: if another broker did take the
+managed ledger, the roll's list write fails and *that* fences us
+(ManagedLedgerFencedError).  The list records the writer's confirmed count
+(its LAC + 1, as Pulsar's ``ledgerClosed``), checked against the closed
+metadata: a recovery may have kept entries past it, but their adds failed to
+their callers, who retry them on the next ledger, so counting them would store
+them twice.  (An add that failed by timing out may still have reached a
 quorum of bookies -- BookKeeper's ambiguous failure, as in Pulsar.  Reads are
 bounded by the entry counts in our list, which count confirmed adds only, so
 it stays invisible; only the last ledger's count comes from BookKeeper
@@ -44,6 +51,7 @@ recovery after a crash, where such an entry can surface, once, at its end.)
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from dataclasses import replace
 
@@ -61,10 +69,11 @@ from magnetar.managed_ledger.context import (
     DRAIN_TIMEOUT_S,
     MAX_INFLIGHT_ADDS,
     MAX_QUEUED_ADDS,
-    quiet,
     timed_lock,
 )
 from magnetar.managed_ledger.state import MLState, is_terminal
+
+log = logging.getLogger(__name__)
 
 
 class AddOp:
@@ -111,16 +120,19 @@ class LedgerWriter:
             self._inflight += 1
             self._drained.clear()
             t0 = self.ctx.clock.monotonic()
+            failed: BKError | None = None
             try:
                 entry_id = await handle.add_entry(data)
             except BKError as e:
-                raise self._add_failed(handle, e) from e
+                failed = e
             finally:
                 self._inflight -= 1
                 if not self._inflight:
                     self._drained.set()
                 if self._queue:
                     self._pump()
+            if failed is not None:  # outside the finally: the roll waits for the drain
+                raise await self._add_error(handle, failed) from failed
             ms = (self.ctx.clock.monotonic() - t0) * 1000
             self.ledger_add_latency.record(ms)
             self.add_latency.record(ms)
@@ -159,6 +171,7 @@ class LedgerWriter:
             return
         if not self._rolling:
             self._rolling = True
+            self._roll_idle.clear()
             await self._roll()
         else:
             async with timed_lock(self._op_lock):
@@ -207,18 +220,22 @@ class LedgerWriter:
         self._inflight += 1
         self._drained.clear()
         t0 = self.ctx.clock.monotonic()
+        failed: BKError | None = None
         try:
             entry_id = await handle.add_entry(op.data)
         except BKError as e:
-            if not op.future.done():
-                op.future.set_exception(self._add_failed(handle, e))
-            return
+            failed = e
         finally:
             self._inflight -= 1
             if not self._inflight:
                 self._drained.set()
             if self._queue:
                 self._pump()
+        if failed is not None:
+            error = await self._add_error(handle, failed)
+            if not op.future.done():
+                op.future.set_exception(error)
+            return
         self.ledger_add_latency.record((self.ctx.clock.monotonic() - t0) * 1000)
         pos = self._add_done(handle.ledger_id, entry_id, op.data, op.num_messages, op.metadata)
         if not op.future.done():
@@ -260,16 +277,30 @@ class LedgerWriter:
             self._start_roll()
         return pos
 
-    def _add_failed(self, handle: WriteHandle, e: BKError) -> ManagedLedgerError:
-        self.add_errors += 1
+    async def _add_error(self, handle: WriteHandle, e: BKError) -> ManagedLedgerError:
+        """The error for an add that failed with ``e`` (the roll is started).  A fenced ledger
+        waits for the roll: if its list CAS failed another broker owns us, and the add fails
+        with ManagedLedgerFencedError, as an owner change must; else retriably."""
+        error = self._add_failed(handle, e)
         if isinstance(e, LedgerFencedError):
-            self._fence()
-            return ManagedLedgerFencedError(
-                f"{self._name}: ledger {handle.ledger_id} fenced by another owner"
-            )
+            try:
+                await asyncio.wait_for(self._roll_idle.wait(), self.config.add_entry_timeout_ms / 1000)
+            except TimeoutError:
+                pass
+            if self.state is MLState.FENCED:
+                return ManagedLedgerFencedError(
+                    f"{self._name}: ledger {handle.ledger_id} fenced; owned elsewhere"
+                )
+        return error
+
+    def _add_failed(self, handle: WriteHandle, e: BKError) -> ManagedLedgerError:
+        """Roll to a new ledger; the add fails retriably.  A fenced ledger too (see the module
+        docstring): the roll's list CAS, not the fence, tells whether someone else owns us."""
+        self.add_errors += 1
         if self._handle is handle and self.state is MLState.LEDGER_OPENED and not self._rolling:
             self._start_roll()
-        return ManagedLedgerStorageError(f"{self._name}: add to ledger {handle.ledger_id} failed: {e!r}")
+        what = "was fenced (recovered by another client)" if isinstance(e, LedgerFencedError) else "failed"
+        return ManagedLedgerStorageError(f"{self._name}: add to ledger {handle.ledger_id} {what}: {e!r}")
 
     def _full_before_issue(self) -> bool:
         """The current ledger has been given its share of entries/bytes (counting adds still
@@ -303,6 +334,7 @@ class LedgerWriter:
 
     def _start_roll(self) -> None:
         self._rolling = True
+        self._roll_idle.clear()
         if self.state is MLState.LEDGER_OPENED:
             self._set_state(MLState.CLOSING_LEDGER)
         self.ctx.supervisor.spawn(self._roll(), name="rollover")
@@ -335,6 +367,7 @@ class LedgerWriter:
                 self.on_ledger_rolled()
         finally:
             self._rolling = False
+            self._roll_idle.set()
 
     async def _close_current_ledger(self) -> None:
         """Drain in-flight adds, close the write handle, fix the ledger's entry in the list."""
@@ -345,21 +378,46 @@ class LedgerWriter:
             await asyncio.wait_for(self._drained.wait(), DRAIN_TIMEOUT_S)
         except TimeoutError:
             pass
-        await quiet(handle.close())
         lst = self.ledger_list
+        try:
+            await handle.close()
+        except (BKError, ManagedLedgerError) as e:
+            # Fenced (a recovery closed it) or broken: the count stays the confirmed adds'.
+            await self._check_closed_metadata(handle.ledger_id, lst.current_entries, e)
+        entries, size = lst.current_entries, lst.current_size  # adds confirmed until the close
         info = lst.get(handle.ledger_id)
         if info is not None:
-            lst.set(
-                replace(
-                    info,
-                    entries=lst.current_entries,
-                    size_bytes=lst.current_size,
-                    timestamp_ms=self.ctx.clock.time_ms(),
-                )
-            )
+            lst.set(replace(info, entries=entries, size_bytes=size, timestamp_ms=self.ctx.clock.time_ms()))
         lst.current_id = -1
         lst.current_entries = lst.current_size = 0
         self._handle = None
+
+    async def _check_closed_metadata(self, ledger_id: int, entries: int, why: Exception) -> None:
+        """Our close failed: compare the confirmed count with what the closer recorded."""
+        try:
+            md = await self.ctx.bookkeeper.get_ledger_metadata(ledger_id)
+        except BKError:
+            return
+        if not md.is_closed:
+            log.info(
+                "%s: ledger %d left open (%r); %d entries confirmed", self._name, ledger_id, why, entries
+            )
+        elif md.last_entry_id + 1 < entries:
+            log.error(
+                "%s: ledger %d closed by another client at entry %d, below the %d entries confirmed to us",
+                self._name,
+                ledger_id,
+                md.last_entry_id,
+                entries,
+            )
+        else:
+            log.info(
+                "%s: ledger %d closed by another client at entry %d (%d confirmed to us): rolling over",
+                self._name,
+                ledger_id,
+                md.last_entry_id,
+                entries,
+            )
 
     def _fail_queue(self, error: Exception) -> None:
         queue, self._queue = self._queue, deque()

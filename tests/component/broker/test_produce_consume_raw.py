@@ -270,9 +270,15 @@ async def test_a_failed_bookie_write_keeps_receipts_in_order(broker, raw) -> Non
 
 async def test_a_fenced_ledger_closes_the_producer_without_later_receipts(broker, raw) -> None:
     from magnetar.bookkeeper.api import LedgerFencedError
+    from magnetar.managed_ledger.metadata import ledger_path
 
     c = await raw()
     await c.create_producer(TOPIC)
+    # Another owner took the managed ledger: it fenced the ledger and rewrote the list.
+    store = broker.service.metadata_store
+    node = ledger_path("public/default/persistent/raw")
+    got = await store.get(node)
+    await store.put(node, got.value, got.stat.version)
     broker.bk.faults.fail_add(5, LedgerFencedError("fenced by a test"))
     for seq in range(20):
         c.send_message(1, seq, b"x")
@@ -293,6 +299,26 @@ async def test_a_fenced_ledger_closes_the_producer_without_later_receipts(broker
     await c.create_producer(TOPIC, 2)
     c.send_message(2, 0, b"again")
     await c.expect(T.SEND_RECEIPT)
+
+
+async def test_a_ledger_fenced_by_a_repair_rolls_over_and_every_send_gets_its_receipt(broker, raw) -> None:
+    """Auto-recovery fencing the open ledger (no owner change): the topic rolls to a new ledger
+    and retries the add; the producer sees nothing but its receipts, in order."""
+    from magnetar.bookkeeper.api import LedgerFencedError
+
+    c = await raw()
+    await c.create_producer(TOPIC)
+    broker.bk.faults.fail_add(5, LedgerFencedError("fenced by a repair"))
+    for seq in range(20):
+        c.send_message(1, seq, b"x%d" % seq)
+    kinds = []
+    for _ in range(20):
+        f = await c.next(timeout_s=10.0)
+        kinds.append(f.command.sequence_id if f.type == T.SEND_RECEIPT else f.type.name)
+    assert kinds == list(range(20))
+    topic = broker.service.topics.get_loaded(TOPIC)
+    assert topic is not None and len(topic.ml.ledgers()) >= 2  # rolled over
+    assert topic.ml.number_of_entries == 20  # each stored once: the fenced adds are not counted
 
 
 async def test_a_consumer_that_does_not_read_does_not_grow_the_broker_buffer(broker, raw) -> None:

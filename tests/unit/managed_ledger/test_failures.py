@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -63,27 +64,71 @@ async def test_pipelined_adds_fail_after_the_failed_one_and_order_holds(harness)
     assert data == [b"first"] + [b"%d" % i for i in range(10)], "no duplicates, no reordering"
 
 
-async def test_fenced_by_another_owner_is_fenced_error(harness) -> None:
-    f = await harness.new_factory()
+async def test_ledger_fenced_by_a_repair_rolls_over_and_keeps_its_entries(harness) -> None:
+    """Auto-recovery's replication worker fences (recovers and closes) the open ledger that lost
+    a bookie.  That is a BookKeeper event, not a new owner: the managed ledger rolls over, records
+    the fenced ledger's confirmed entries, and goes on -- nothing is dropped later."""
+    cfg = small_config(max_entries_per_ledger=1000, retention_time_ms=-1, retention_size_bytes=-1)
+    f = await harness.new_factory(cfg)
     ml = await f.open("t/ns/d/fence")
+    cur = await ml.open_cursor("s", InitialPosition.EARLIEST)
     p = await ml.add_entry(b"x")
-    harness.bk.fence_now(p.ledger_id)
-    with pytest.raises(ManagedLedgerFencedError):
-        await ml.add_entry(b"y")
-    assert ml.state is MLState.FENCED
-    with pytest.raises(ManagedLedgerFencedError):
-        await ml.add_entry(b"z")
-    # A new open (new owner) recovers and continues.
-    f2 = await harness.new_factory()
-    ml2 = await f2.open("t/ns/d/fence")
-    assert await _read_all(ml2) == [b"x"]
+    harness.bk.fence_now(p.ledger_id)  # as the replication worker's LedgerRecovery does
+    with pytest.raises(ManagedLedgerStorageError) as ei:
+        await ml.add_entry(b"y")  # the add that met the fence: not written, retriable
+    assert ei.value.retriable
+    assert ml.state is not MLState.FENCED
+    pz = await ml.add_entry(b"z")
+    assert pz.ledger_id > p.ledger_id and ml.state is MLState.LEDGER_OPENED
+    got = await cur.read_entries(10)
+    assert [e.data for e in got] == [b"x", b"z"]
+    await cur.mark_delete(got[-1].position)  # all consumed; retention keeps the ledgers
+    await ml.trim_consumed_ledgers()
+    assert [(li.ledger_id, li.entries) for li in ml.ledgers()][0] == (p.ledger_id, 1)
+    await ml.close()
+    ml2 = await (await harness.new_factory(cfg)).open("t/ns/d/fence")  # the next owner
+    await ml2.trim_consumed_ledgers()
+    assert [(li.ledger_id, li.entries) for li in ml2.ledgers()][:2] == [(p.ledger_id, 1), (pz.ledger_id, 1)]
+    assert await _read_all(ml2) == [b"x", b"z"]
+
+
+async def test_ledger_listed_empty_is_deleted_only_if_bookkeeper_agrees(harness) -> None:
+    """The trimmer drops (and deletes) a ledger the list counts empty only when its closed
+    metadata has no entry either.  One BookKeeper recovered entries in (adds that failed to
+    their callers) is kept, never deleted, and its entries stay unlisted (no duplicates)."""
+    cfg = small_config(max_entries_per_ledger=2, retention_time_ms=-1, retention_size_bytes=-1)
+    f = await harness.new_factory(cfg)
+    ml = await f.open("t/ns/d/listed-empty")
+    cur = await ml.open_cursor("s", InitialPosition.EARLIEST)
+    harness.bk.faults.fail_add(1)  # the first ledger gets no entry: empty, rolled over
+    with pytest.raises(ManagedLedgerStorageError):
+        await ml.add_entry(b"failed")
+    pos = [await ml.add_entry(b"%d" % i) for i in range(4)]
+    last = await ml.add_entry(b"4")
+    empty = ml.ledgers()[0].ledger_id
+    assert ml.ledger_list.get(empty).entries == 0 and empty < pos[0].ledger_id
+    # A ledger listed with 0 entries that BookKeeper holds entries in.
+    first = ml.ledger_list.get(pos[0].ledger_id)
+    ml.ledger_list.set(dataclasses.replace(first, entries=0, size_bytes=0))
+    await cur.mark_delete(last)  # everything consumed; retention keeps the non-empty ledgers
+    await ml.trim_consumed_ledgers()
+    after = {li.ledger_id: li.entries for li in ml.ledgers()}
+    assert pos[0].ledger_id in after and pos[0].ledger_id in harness.bk.ledger_ids(), after
+    assert harness.bk.entries_of(pos[0].ledger_id) == [b"0", b"1"]  # not deleted
+    assert empty not in after and empty not in harness.bk.ledger_ids()  # truly empty: dropped
+    await ml.trim_consumed_ledgers()  # checked once; still kept
+    assert pos[0].ledger_id in {li.ledger_id for li in ml.ledgers()}
+    await ml.close()
+    ml2 = await (await harness.new_factory(cfg)).open("t/ns/d/listed-empty")
+    assert await _read_all(ml2) == [b"2", b"3", b"4"]
 
 
 async def test_metadata_cas_failure_fences(harness) -> None:
-    f1 = await harness.new_factory()
+    keep = small_config(retention_time_ms=-1, retention_size_bytes=-1)  # no cursor: retention keeps "1"
+    f1 = await harness.new_factory(keep)
     ml1 = await f1.open("t/ns/d/cas")
     await ml1.add_entry(b"1")
-    f2 = await harness.new_factory()
+    f2 = await harness.new_factory(keep)
     ml2 = await f2.open("t/ns/d/cas")  # takes over: recovers ml1's ledger (fencing it)
     await ml2.add_entry(b"2")
     with pytest.raises(ManagedLedgerFencedError):
@@ -148,12 +193,15 @@ async def test_delayed_reads_and_closed_errors(harness) -> None:
         await ml.add_entry(b"x")
 
 
-async def test_fenced_error_from_bk_maps(harness) -> None:
+async def test_fenced_error_from_bk_without_a_new_owner_is_retriable(harness) -> None:
     f = await harness.new_factory()
     ml = await f.open("t/ns/d/fence2")
     harness.bk.faults.fail_add(1, LedgerFencedError("scripted"))
-    with pytest.raises(ManagedLedgerFencedError):
+    with pytest.raises(ManagedLedgerStorageError) as ei:
         await ml.add_entry(b"x")
+    assert ei.value.retriable
+    assert (await ml.add_entry(b"y")).entry_id == 0  # on the next ledger
+    assert await _read_all(ml) == [b"y"]
 
 
 async def test_old_owner_cursor_is_fenced_new_owner_keeps_acking(harness) -> None:

@@ -40,6 +40,9 @@ class AdminService:
         self.enforcer = PolicyEnforcer(svc, self.topic_policies, policy_check_interval_s)
         self.namespaces.on_change(self.enforcer.on_change)
         self.topic_policies.listeners.append(self.enforcer.on_change)
+        topics = getattr(svc, "topics", None)
+        if topics is not None and hasattr(topics, "ml_config_for"):
+            topics.ml_config_for = self.enforcer.ml_config_for  # topics open under their policies
         self._started = False
 
     def start(self) -> None:

@@ -54,6 +54,7 @@ from magnetar.broker.service.policies import (
     topic_policies_path,
 )
 from magnetar.broker.service.topic import PersistentTopic
+from magnetar.managed_ledger.api import ManagedLedgerConfig
 
 log = logging.getLogger(__name__)
 
@@ -289,6 +290,24 @@ class PolicyEnforcer:
         Retention takes effect at once (consumed ledgers beyond it are trimmed now); the
         ensemble/quorums apply to the ledgers created from now on, as in Pulsar.
         """
+        cfg = self.storage_config(docs)
+        if topic.applied_ml_config == cfg:
+            return
+        await topic.ml.set_config(cfg)
+        topic.applied_ml_config = cfg
+        await topic.ml.trim_consumed_ledgers()
+
+    async def ml_config_for(self, ref: TopicRef) -> ManagedLedgerConfig:
+        """The managed-ledger config a topic is *opened* with (Pulsar's
+        ``BrokerService.getManagedLedgerConfig``): the effective retention, persistence,
+        affinity and offload policies, read before the open.  Opening with the broker's
+        defaults instead would let the trim that runs right after the open delete, under
+        the default retention (0: consumed ledgers go), ledgers the namespace retains."""
+        return self.storage_config(await self._policies.documents(ref))
+
+    def storage_config(self, docs: tuple[dict, dict]) -> ManagedLedgerConfig:
+        """The managed-ledger config from the broker's defaults and the (topic, namespace)
+        policy documents ``docs``."""
         from magnetar.broker.admin.policies import BY_NAME
 
         base = self._svc.config.managed_ledger_config()
@@ -312,12 +331,7 @@ class PolicyEnforcer:
         if primary or secondary:
             changes["placement_config"] = placement_config(primary, secondary)
         changes["offload_policies"] = effective_offload_policies(base.offload_policies, *docs)
-        cfg = dataclasses.replace(base, **changes)
-        if topic.applied_ml_config == cfg:
-            return
-        await topic.ml.set_config(cfg)
-        topic.applied_ml_config = cfg
-        await topic.ml.trim_consumed_ledgers()
+        return dataclasses.replace(base, **changes)
 
     async def _apply_backlog_quota(self, topic: PersistentTopic) -> None:
         """``destination_storage`` quota (in ``topic.policies``, read by producer admission):

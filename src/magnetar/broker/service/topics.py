@@ -17,6 +17,12 @@ namespace through ``autoTopicCreationOverride``):
 
 Unload closes the topic (clients get CLOSE_PRODUCER/CLOSE_CONSUMER and
 reconnect); delete does the same and deletes the ledger and its cursors.
+
+A topic's managed ledger is opened with the config ``ml_config_for(ref)`` gives
+(the admin layer installs its policy resolution there: retention, persistence,
+offload), as Pulsar opens it with ``getManagedLedgerConfig``; where no admin
+layer runs, the broker's defaults with every ledger kept.  A failure to read the policies
+fails the load (retried by the client) rather than open under the defaults.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
@@ -31,7 +38,7 @@ from magnetar.broker.service.dedup import MessageDeduplication, deduplication_en
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.nonpersistent_topic import NonPersistentTopic
 from magnetar.broker.service.topic import PersistentTopic
-from magnetar.managed_ledger.api import ManagedLedgerError
+from magnetar.managed_ledger.api import ManagedLedgerConfig, ManagedLedgerError
 from magnetar.metadata.api import MetadataError
 from magnetar.runtime import wait_for
 
@@ -47,6 +54,7 @@ class TopicRegistry:
     def __init__(self, service: BrokerService) -> None:
         self._svc = service
         self._topics: dict[str, asyncio.Future[PersistentTopic]] = {}
+        self.ml_config_for: Callable[[TopicRef], Awaitable[ManagedLedgerConfig]] | None = None
 
     def loaded(self) -> list[PersistentTopic]:
         out = []
@@ -159,17 +167,22 @@ class TopicRegistry:
 
     async def _load(self, ref: TopicRef, fut: asyncio.Future[PersistentTopic]) -> None:
         try:
-            # Retention unknown until the policy enforcer applies the topic's policies (within
-            # a tick of the load): keep every ledger meanwhile.  With the broker's default (0),
-            # the trim at open -- or the first ack -- deleted consumed ledgers a retention
-            # policy keeps (seen after an unload moved a topic with infinite retention).
-            ml = await self._svc.ml_factory.open(
-                ref.managed_ledger_name,
-                dataclasses.replace(
+            # Opened with the effective storage policies (retention above all): the trim
+            # that follows an open must not run under the broker's default retention (0),
+            # which deleted consumed ledgers a retention policy keeps (seen after an unload
+            # moved a topic with infinite retention).  With no policy resolver (no admin
+            # layer), every ledger is kept until a config is applied.
+            resolver = self.ml_config_for
+            if resolver is not None:
+                config = await resolver(ref)
+            else:
+                config = dataclasses.replace(
                     self._svc.config.managed_ledger_config(), retention_time_ms=-1, retention_size_bytes=-1
-                ),
-            )
+                )
+            ml = await self._svc.ml_factory.open(ref.managed_ledger_name, config)
             topic = PersistentTopic(ref, ml, self._svc.config, self._svc.clock, self._svc.supervisor)
+            if resolver is not None:
+                topic.applied_ml_config = config
             topic.on_fenced = self._unload_fenced
             if await deduplication_enabled(self._svc, topic):
                 topic.dedup = await MessageDeduplication.load(topic)
