@@ -134,6 +134,10 @@ class ClusterView:
     def policy_of(self, namespace: str) -> IsolationPolicy | None:
         return next((p for p in self.policies if p.matches_namespace(namespace)), None)
 
+    def set_bundle_counts(self, counts: Mapping[str, int]) -> None:
+        """Fresher bundle counts than the reports' (the registrations, updated on every take)."""
+        self._counts.update(counts)
+
     def move(self, bundle: str, destination: str, usage_delta: float) -> None:
         """Record a planned move and shift its estimated usage."""
         source = self.owner.get(bundle)
@@ -241,6 +245,48 @@ def select_broker(
         f"{view.bundle_count(chosen)} bundles"
     )
     return Decision("place", bundle, "; ".join(why), destination=chosen, at_ms=now_ms)
+
+
+def misplaced(bundle: str, broker: str, view: ClusterView) -> str | None:
+    """Why ``bundle`` may not stay on ``broker`` by isolation (None when it may): a namespace
+    of a policy outside the policy's primary and secondary brokers, or a shared namespace on a
+    policy's primary broker."""
+    ns = namespace_of(bundle)
+    policy = view.policy_of(ns)
+    if policy is None:
+        named = next((p for p in view.policies if p.is_primary(broker)), None)
+        return (
+            None if named is None else f"{ns} has no isolation policy and {broker} is primary of {named.name}"
+        )
+    if policy.is_primary(broker) or policy.is_secondary(broker):
+        return None
+    return f"isolation policy {policy.name} does not allow {ns} on {broker}"
+
+
+def plan_isolation_moves(view: ClusterView, *, now_ms: int = 0, **placement: float) -> list[Decision]:
+    """Unload decisions for every bundle owned against an isolation policy (a policy set after
+    the namespace was placed), each with its destination; ``skip`` when no broker may take it."""
+    out = []
+    for bundle, broker in sorted(view.owner.items()):
+        why = misplaced(bundle, broker, view)
+        if why is None:
+            continue
+        d = select_broker(bundle, view, exclude=(broker,), now_ms=now_ms, **placement)  # type: ignore[arg-type]
+        if d.destination is None:
+            out.append(Decision("skip", bundle, f"{why}; {d.reason}", source=broker, at_ms=now_ms))
+            continue
+        out.append(
+            Decision(
+                "unload",
+                bundle,
+                f"{why}; destination {d.reason}",
+                source=broker,
+                destination=d.destination,
+                at_ms=now_ms,
+            )
+        )
+        view.move(bundle, d.destination, 0.0)
+    return out
 
 
 def violations(view: ClusterView) -> list[str]:
