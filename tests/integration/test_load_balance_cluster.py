@@ -211,12 +211,13 @@ def test_load_spreads_grows_and_drains_with_nothing_lost(cluster: ClusterProcess
 
         # 2. the pin goes: the leader spreads the bundles over the three brokers
         ok(http("DELETE", f"{web}/admin/v2/clusters/{CLUSTER}/namespaceIsolationPolicies/load-pin"))
+        t_spread = time.monotonic()
         spread = wait_until(
             "bundles spread over three brokers",
             lambda: owners_when(c, "public/load", [0, 1, 2], lambda o: min(o.values()) >= 2),
             timeout_s=60,
         )
-        print("spread:", spread)
+        print(f"spread after {time.monotonic() - t_spread:.1f} s:", spread)
         leader = ok(http("GET", f"{web}/admin/v2/brokers/leaderBroker"))["serviceUrl"]
         stats = ok(http("GET", f"{leader}/admin/v2/broker-stats/load-decisions"))
         assert stats["leader"] is True and stats["counters"].get("bundles_unloaded", 0) >= 2, stats
