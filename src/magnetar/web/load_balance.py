@@ -4,9 +4,9 @@ Theory of operation: thin handlers over :class:`~magnetar.broker.loadbalance.adm
 (built once per app, on first use): the load report (LocalBrokerData), the
 per-namespace/bundle topic stats, allocator stats, the load manager's decisions
 (``/admin/v2/broker-stats/load-decisions``, a Magnetar addition: why each bundle
-moved) and the graceful shutdown, which answers 204 once every owned bundle has
-been unloaded and the process has been asked to stop (the composition root puts
-its ``request_stop`` in ``app.state``).  All super-user only (``web/auth.py``).
+moved) and the graceful shutdown, which answers 204 at once and drains in the
+background: every owned bundle is unloaded, then the process stops (the
+composition root puts its ``request_stop`` in ``app.state``).  All super-user only (``web/auth.py``).
 """
 
 from __future__ import annotations
@@ -59,5 +59,5 @@ async def shutdown(
         if maxConcurrentUnloadPerSec and maxConcurrentUnloadPerSec > 0
         else None
     )
-    await _load_admin(request).shutdown(stop, rate)
+    _load_admin(request).shutdown(stop, rate)
     return no_content()

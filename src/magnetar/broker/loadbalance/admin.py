@@ -22,6 +22,7 @@ Theory of operation: the web layer (``web/load_balance.py``) calls one
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,8 @@ from magnetar.broker.loadbalance.reporter import LoadReporter
 from magnetar.broker.ownership.bundles import boundaries_of, find_range, topic_hash
 from magnetar.broker.service.stats import topic_stats_dict
 from magnetar.metadata.api import MetadataError
+
+log = logging.getLogger(__name__)
 
 ALLOCATORS = ("default", "ml-cache")
 
@@ -103,10 +106,9 @@ class LoadAdmin:
             return {"loadManager": "none", "leader": False, "counters": {}, "decisions": [], "lastRound": []}
         return lm.stats()
 
-    async def shutdown(
-        self, request_stop: Callable[[], None] | None, max_per_sec: float | None = None
-    ) -> int:
-        """Drains the owned bundles, then asks the process to stop; returns how many were unloaded."""
+    def shutdown(self, request_stop: Callable[[], None] | None, max_per_sec: float | None = None) -> int:
+        """Starts the drain (the call answers at once, as Pulsar's does): the owned bundles are
+        unloaded one by one, then the process is asked to stop.  Returns how many bundles go."""
         if request_stop is None:
             raise errors.PreconditionFailedError("this broker cannot be shut down through the admin API")
         ns = self._svc.namespace_service
@@ -115,6 +117,17 @@ class LoadAdmin:
             request_stop()
             return 0
         n = len(ownership.owned())
-        await ns.prepare_shutdown(max_per_sec)
-        request_stop()
+        self._svc.supervisor.spawn(self._drain(ns, n, request_stop, max_per_sec), name="admin-shutdown-drain")
         return n
+
+    async def _drain(
+        self, ns: Any, n: int, request_stop: Callable[[], None], max_per_sec: float | None
+    ) -> None:
+        clock = self._svc.clock
+        t0 = clock.monotonic()
+        log.warning("shutdown requested: draining %d bundles", n)
+        try:
+            await ns.prepare_shutdown(max_per_sec)
+        finally:
+            log.warning("drained in %.1f s; stopping", clock.monotonic() - t0)
+            request_stop()

@@ -35,6 +35,7 @@ valid config and is logged.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import importlib
 import json
@@ -66,6 +67,8 @@ log = logging.getLogger(__name__)
 DECISIONS_KEPT = 200
 CONTEXT_TTL_S = 2.0
 HTTP_TIMEOUT_S = 60.0
+CLOSE_ATTEMPTS = 50
+CLOSE_RETRY_S = 0.1
 
 
 class LeaderLoadManager:
@@ -74,6 +77,8 @@ class LeaderLoadManager:
         self._ns = ns_service
         self.kind = kind
         self._supervisor = TaskSupervisor("load-manager")
+        self._tasks: list[asyncio.Task] = []
+        self._closed = False
         self._reporter: LoadReporter | None = None
         self._cfg = LoadBalancerConfig()
         self._published: LoadReport | None = None
@@ -97,11 +102,22 @@ class LeaderLoadManager:
     async def start(self) -> None:
         self.config()
         self._reporter = LoadReporter(self._svc, self._ns.broker_id())
-        self._supervisor.spawn(self._report_loop(), name="load-report")
+        self._tasks.append(self._supervisor.spawn(self._report_loop(), name="load-report"))
         if self.kind == "leader":
-            self._supervisor.spawn(self._leader_loop(), name="load-leader")
+            self._tasks.append(self._supervisor.spawn(self._leader_loop(), name="load-leader"))
 
     async def aclose(self) -> None:
+        """Stops the loops.  A cancellation can be swallowed by an await that completes at the
+        same moment (``asyncio.wait_for`` on Python 3.11 does that); the loops then go round
+        again, so they are cancelled until they end (seen hanging a drain before)."""
+        self._closed = True
+        for _ in range(CLOSE_ATTEMPTS):
+            live = [t for t in self._tasks if not t.done()]
+            if not live:
+                break
+            for t in live:
+                t.cancel()
+            await asyncio.wait(live, timeout=CLOSE_RETRY_S)
         await self._supervisor.aclose()
 
     def is_leader(self) -> bool:
@@ -129,7 +145,7 @@ class LeaderLoadManager:
 
     async def _report_loop(self) -> None:
         clock = self._svc.clock
-        while True:
+        while not self._closed:
             cfg = self.config()
             await clock.sleep(max(0.05, cfg.report_update_min_interval_ms / 1000.0))
             try:
@@ -224,7 +240,7 @@ class LeaderLoadManager:
 
     # ------------------------------------------------------------------ the leader's round
     async def _leader_loop(self) -> None:
-        while True:
+        while not self._closed:
             cfg = self.config()
             await self._svc.clock.sleep(cfg.shedding_interval_s)
             if not self.is_leader():
