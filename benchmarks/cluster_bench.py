@@ -228,7 +228,7 @@ LB_PROPS = {
     "loadBalancerReportUpdateMinIntervalMillis": "500",
     "loadBalancerSheddingGracePeriodMinutes": "1",
     "loadBalancerBundleUnloadMinThroughputThreshold": "0",
-    "loadBalancerOverrideBrokerNicSpeedGbps": "0.01",  # 1.25 MB/s: this machine's traffic is real load
+    "loadBalancerOverrideBrokerNicSpeedGbps": "0.001",  # 125 KB/s: the steady stream is real load
     "loadBalancerHistoryResourcePercentage": "0.3",
     "loadBalancerCPUResourceWeight": "0",
     "loadBalancerMemoryResourceWeight": "0",
@@ -278,7 +278,7 @@ def rebalance(base: Path, zk_url: str, bookies: int, topics: int, burst: int, ra
         broker0 = web.split("://", 1)[-1]
         _http("POST", pin, {"namespaces": ["public/lb"], "primary": [broker0], "secondary": []})
         client = _client(cluster.broker_url(0))
-        names = [f"persistent://public/lb/t-{i}" for i in range(topics)]
+        names = [f"persistent://public/lb/t-{uuid.uuid4().hex[:8]}-{i}" for i in range(topics)]
         producers = [client.create_producer(t, batching_enabled=True, batching_max_publish_delay_ms=2,
                                             max_pending_messages=2000, block_if_queue_full=True,
                                             send_timeout_millis=120_000) for t in names]  # fmt: skip
@@ -390,7 +390,7 @@ def main() -> None:
     ap.add_argument("--only-rebalance", action="store_true", help="run the load-manager figures alone")
     ap.add_argument("--rebalance-topics", type=int, default=16)
     ap.add_argument("--rebalance-burst", type=int, default=20_000)
-    ap.add_argument("--rebalance-rate", type=int, default=400, help="steady stream, msg/s")
+    ap.add_argument("--rebalance-rate", type=int, default=100, help="steady stream, msg/s")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="magnetar-cluster-bench-"))
     zk = ZooKeeperServer(str(base / "zookeeper"))
