@@ -9,13 +9,16 @@ for each client in turn, on fresh topics:
 * consume msg/s: a backlog of ``--batched`` messages read and acknowledged
   from the earliest position;
 * end-to-end latency at a paced ``--rate`` msg/s (5,000 by default) for
-  ``--seconds``: each payload carries its send time (``time.perf_counter``, same
+  ``--seconds``, batched (``--lat-delay-ms``, 1 ms by default) and, with
+  ``--lat-unbatched``, without batching: each payload carries its send time (``time.perf_counter``, same
   process), the consumer records receive time minus send time; p50 / p99 / max.
   The official run's sender sleeps with ``time.sleep``; magnetar.client's
-  (``--pacing sleep``, the default) with ``asyncio.sleep``, which asyncio and
-  uvloop round up to whole milliseconds, so its sends come in bursts of about
-  ``rate/1000`` and each burst waits the whole batching delay (about 0.5 ms
-  more per message than evenly spaced sends). ``--pacing thread`` wakes the
+  (``--pacing sleep``, the default) with ``asyncio.sleep`` when ahead of
+  schedule (and yields at least once a millisecond when behind), which asyncio
+  and uvloop round up to whole milliseconds, so its sends come in bursts of
+  about ``rate/1000`` and each burst waits the whole batching delay (about 0.5
+  ms more per message than evenly spaced sends). Neither run keeps a future
+  per message: both wait for the last receipt (``flush``). ``--pacing thread`` wakes the
   loop from a thread paced like the official sender instead: even spacing,
   but one cross-thread wake-up and GIL hand-off per message, which on a
   loaded machine costs far more than it saves. ``--pacing both`` runs both.
@@ -101,12 +104,21 @@ def official_run(url: str, args: argparse.Namespace) -> dict[str, float]:
         client.close()
         return out
 
+    for tag, delay_ms in _latency_modes(args):
+        out.update(_lat(official_latency(client, args, delay_ms), tag))
+    client.close()
+    return out
+
+
+def official_latency(client, args: argparse.Namespace, delay_ms: int) -> list[float]:
+    """The official client's e2e latencies (ms) at ``args.rate`` msg/s, batching delay ``delay_ms`` (0: off)."""
     topic = _topic("off-l")
+    payload = b"x" * args.size
     cons = client.subscribe(topic, "lat")
     prod = client.create_producer(
         topic,
-        batching_enabled=args.lat_delay_ms > 0,
-        batching_max_publish_delay_ms=max(1, args.lat_delay_ms),
+        batching_enabled=delay_ms > 0,
+        batching_max_publish_delay_ms=max(1, delay_ms),
         block_if_queue_full=True,
     )
     total = int(args.rate * args.seconds)
@@ -128,15 +140,25 @@ def official_run(url: str, args: argparse.Namespace) -> dict[str, float]:
         prod.send_async(_TS.pack(time.perf_counter()) + payload[8:], None)
     prod.flush()
     rx.join(120)
-    out.update(_lat(lat))
     prod.close()
     cons.close()
-    client.close()
-    return out
+    return lat
 
 
-def _lat(lat: list[float]) -> dict[str, float]:
-    return {"e2e p50 ms": _pct(lat, 50), "e2e p99 ms": _pct(lat, 99), "e2e max ms": max(lat) if lat else 0.0}
+def _latency_modes(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """(label, batching delay ms): batched with ``--lat-delay-ms`` and, with ``--lat-unbatched``, unbatched."""
+    modes = [("batched", args.lat_delay_ms)] if args.lat_delay_ms > 0 else []
+    if args.lat_unbatched or not modes:
+        modes.append(("unbatched", 0))
+    return modes
+
+
+def _lat(lat: list[float], tag: str) -> dict[str, float]:
+    return {
+        f"e2e p50 ms {tag}": _pct(lat, 50),
+        f"e2e p99 ms {tag}": _pct(lat, 99),
+        f"e2e max ms {tag}": max(lat) if lat else 0.0,
+    }
 
 
 # --------------------------------------------------------------------------- magnetar.client
@@ -151,8 +173,9 @@ async def native_run(url: str, args: argparse.Namespace, pacing: str = "sleep") 
         p = await client.create_producer(topic, batching_enabled=batching, batching_max_publish_delay_ms=1,
                                          max_pending_messages=1000, block_if_queue_full=True)  # fmt: skip
         t0 = time.perf_counter()
-        futs = [await p.send_async(payload) for _ in range(n)]
-        await asyncio.gather(*futs)
+        for _ in range(n):
+            await p.send_async(payload)
+        await p.flush()  # every receipt in (as the official run's callback count); no future kept
         rate = n / (time.perf_counter() - t0)
         await p.close()
         return rate
@@ -171,12 +194,21 @@ async def native_run(url: str, args: argparse.Namespace, pacing: str = "sleep") 
         await client.close()
         return out
 
+    for tag, delay_ms in _latency_modes(args):
+        out.update(_lat(await native_latency(client, args, delay_ms, pacing), tag))
+    await client.close()
+    return out
+
+
+async def native_latency(client, args: argparse.Namespace, delay_ms: int, pacing: str) -> list[float]:
+    """magnetar.client's e2e latencies (ms) at ``args.rate`` msg/s, batching delay ``delay_ms`` (0: off)."""
     topic = _topic("nat-l")
+    payload = b"x" * args.size
     cons = await client.subscribe(topic, "lat")
     prod = await client.create_producer(
         topic,
-        batching_enabled=args.lat_delay_ms > 0,
-        batching_max_publish_delay_ms=max(1, args.lat_delay_ms),
+        batching_enabled=delay_ms > 0,
+        batching_max_publish_delay_ms=max(1, delay_ms),
         block_if_queue_full=True,
     )
     total = int(args.rate * args.seconds)
@@ -189,13 +221,18 @@ async def native_run(url: str, args: argparse.Namespace, pacing: str = "sleep") 
             await cons.acknowledge(msg)
 
     rx = asyncio.create_task(receive_all())
-    futs = []
     if pacing == "sleep":
-        t0 = time.perf_counter()
+        t0 = yielded = time.perf_counter()
         for i in range(total):
-            delay = t0 + i / args.rate - time.perf_counter()
-            await asyncio.sleep(max(0.0, delay))  # a paced sender yields even when behind schedule
-            futs.append(await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:]))
+            now = time.perf_counter()
+            delay = t0 + i / args.rate - now
+            if delay > 0:
+                await asyncio.sleep(delay)
+                yielded = time.perf_counter()
+            elif now - yielded > 0.001:  # behind schedule: still let the receiver run every ms
+                await asyncio.sleep(0)
+                yielded = time.perf_counter()
+            await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:])
     else:
         loop = asyncio.get_running_loop()
         due = [0]
@@ -220,12 +257,12 @@ async def native_run(url: str, args: argparse.Namespace, pacing: str = "sleep") 
             while due[0] <= i:
                 waiter[0] = loop.create_future()
                 await waiter[0]
-            futs.append(await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:]))
-    await asyncio.gather(*futs)
+            await prod.send_async(_TS.pack(time.perf_counter()) + payload[8:])
+    await prod.flush()  # as the official run: no future kept per message
     await asyncio.wait_for(rx, 120)
-    out.update(_lat(lat))
-    await client.close()
-    return out
+    await prod.close()
+    await cons.close()
+    return lat
 
 
 def _median(values: list[float]) -> float:
@@ -269,6 +306,9 @@ def main() -> None:
     ap.add_argument(
         "--lat-delay-ms", type=int, default=1, help="batching delay of the latency runs (0: no batching)"
     )
+    ap.add_argument(
+        "--lat-unbatched", action="store_true", help="also measure latency without batching (after batched)"
+    )
     ap.add_argument("--parts", default="throughput,latency", help="throughput, latency or both (comma list)")
     ap.add_argument(
         "--rounds", type=int, default=1, help="rounds, each running every client in turn; medians printed"
@@ -308,7 +348,7 @@ def main() -> None:
     if args.rounds > 1:
         for c in clients:
             for n in names:
-                if n.startswith("e2e p50"):
+                if n.startswith("e2e p50") or n.startswith("e2e p99"):
                     print(f"{c} {n} per round: " + " ".join(f"{r[c][n]:.1f}" for r in rounds))
 
 

@@ -12,7 +12,7 @@ def admin(standalone, method: str, path: str, body: object = None) -> tuple[int,
         standalone.web_url + path, data=data, method=method, headers={"Content-Type": "application/json"}
     )
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=60) as resp:  # the first admin call builds the routers
             return resp.status, resp.read()
     except urllib.error.HTTPError as err:
         return err.code, err.read()

@@ -573,7 +573,12 @@ def test_cluster_removed_from_namespace_deletes_its_copies(clusters) -> None:  #
             except urllib.error.HTTPError as err:
                 gone = err.code == 404
         assert gone, "B still has its copy"
+        # A learns of the policy change through its own watch: B may act on it first
+        deadline = time.monotonic() + 20
         stats = http("GET", f"{a.web_url}/admin/v2/persistent/{ns}/{name}/stats")
+        while "B" in stats["replication"] and time.monotonic() < deadline:
+            time.sleep(0.3)
+            stats = http("GET", f"{a.web_url}/admin/v2/persistent/{ns}/{name}/stats")
         assert stats["msgInCounter"] == 1 and "B" not in stats["replication"]
     finally:
         c_a.close()

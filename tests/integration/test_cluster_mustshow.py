@@ -153,6 +153,7 @@ class Stream:
             batching_enabled=False,
         )
         self.acked: list[int] = []
+        self.receipts: dict[int, str] = {}  # value -> the message id its send receipt carried
         self.received: list[int] = []
         self.stored: dict[int, set[str]] = {}  # value -> the message ids it arrived with
         self.acked_at: dict[int, float] = {}  # value -> when the consumer acknowledged it
@@ -168,7 +169,8 @@ class Stream:
         i = 0
         while not self._stop.is_set():
             try:
-                self.producer.send(str(i).encode())
+                msg_id = self.producer.send(str(i).encode())
+                self.receipts[i] = str(msg_id)  # (-1,-1): answered as a duplicate by dedup
                 self.acked.append(i)
             except Exception as e:  # noqa: BLE001 -- recorded; not acknowledged, so not owed
                 self.errors.append(repr(e))
@@ -176,7 +178,9 @@ class Stream:
             time.sleep(0.005)
 
     def _recv(self) -> None:
-        while not self._stop.is_set() or len(set(self.received)) < len(self.acked):
+        # until every acknowledged value arrived (a count could be met early by a value whose
+        # send failed on the client yet was stored)
+        while not self._stop.is_set() or not set(self.acked) <= set(self.received):
             try:
                 msg = self.consumer.receive(timeout_millis=500)
             except Exception:  # noqa: BLE001 -- receive timeout
@@ -213,7 +217,11 @@ class Stream:
         if not lost:
             return ""
         near = {v: sorted(self.stored.get(v, ())) for v in range(max(0, lost[0] - 3), lost[0] + 4)}
-        return f"lost {lost}; around it (value -> message ids) {near}; send errors {self.errors[:5]}"
+        receipts = {v: self.receipts.get(v) for v in range(max(0, lost[0] - 3), lost[0] + 4)}
+        return (
+            f"lost {lost}; around it (value -> message ids received) {near}; "
+            f"(value -> send receipt) {receipts}; send errors {self.errors[:5]}"
+        )
 
     def stored_twice(self) -> list[int]:
         """Values stored under two message ids: a duplicate in the log (dedup failed)."""
@@ -241,6 +249,22 @@ async def _ledgers_of(metadata_url: str, ml_name: str | None) -> dict[int, list[
             md = (await ledgers.read(lid))[0]
             out[lid] = [list(ens) for _, ens in md.ensembles]
         return out
+    finally:
+        await store.aclose()
+
+
+async def _ledger_states(metadata_url: str, ml_name: str) -> list[str]:
+    """The state (OPEN/CLOSED) of each ledger of a managed ledger, oldest first."""
+    from magnetar.bookkeeper.metadata import LedgerMetadataStore
+    from magnetar.managed_ledger.metadata import MLInfo, ledger_path
+    from magnetar.metadata.factory import create_metadata_store
+    from magnetar.runtime import RealClock
+
+    store = await create_metadata_store(metadata_url, clock=RealClock())
+    try:
+        info = MLInfo.decode((await store.get(ledger_path(ml_name))).value)
+        ledgers = LedgerMetadataStore(store)
+        return [(await ledgers.read(li.ledger_id))[0].state.name for li in info.ledgers]
     finally:
         await store.aclose()
 
@@ -421,6 +445,7 @@ def test_broker_kill9_mid_stream_no_acknowledged_message_lost_none_returns(clust
     try:
         stream.wait_acked(200)
         victim = owner_index(cluster, topic)
+        before = asyncio.run(_ledger_states(cluster.metadata_url, f"{ns}/persistent/kill"))
         cluster.kill(f"broker-{victim}")
         t_kill = time.monotonic()
         stream.wait_acked(1, timeout_s=90)
@@ -440,3 +465,8 @@ def test_broker_kill9_mid_stream_no_acknowledged_message_lost_none_returns(clust
         f"kill -9: redelivered after ack: {len(window)} acked within {ACK_WINDOW_S} s of the kill, {len(late)} earlier"
     )
     assert late == [], late
+    # The new owner recovered the managed ledger: the dead owner's ledger was fenced and closed
+    # (BookKeeper recovery), and it writes to a ledger of its own.
+    states = asyncio.run(_ledger_states(cluster.metadata_url, f"{ns}/persistent/kill"))
+    assert before[-1] == "OPEN" and len(states) > len(before), (before, states)
+    assert all(st == "CLOSED" for st in states[: len(before)]), (before, states)

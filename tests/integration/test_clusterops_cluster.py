@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 import uuid
 
 import pytest
@@ -45,10 +46,10 @@ def client(url: str) -> pulsar.Client:
     )
 
 
-def round_trip(url: str, n: int = 50) -> None:
+def round_trip(url: str, n: int = 50, topic: str | None = None) -> None:
     c = client(url)
     try:
-        topic = f"persistent://public/default/cl-{uuid.uuid4().hex[:8]}"
+        topic = topic or f"persistent://public/default/cl-{uuid.uuid4().hex[:8]}"
         consumer = c.subscribe(topic, "s")
         producer = c.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=2)
         for i in range(n):
@@ -135,15 +136,31 @@ def test_cluster_up_status_down(tmp_path):
         assert _magnetar("cluster", "down", "--data-dir", str(data)).returncode == 0
 
 
+def _topic_owned_by(cluster: ClusterProcesses, i: int) -> str:
+    """A fresh topic whose bundle broker ``i`` owns (looked up through broker ``i``)."""
+    want = cluster.broker_url(i)
+    for _ in range(64):
+        topic = f"persistent://public/default/cl-{uuid.uuid4().hex[:8]}"
+        url = f"{cluster.web_url(i)}/lookup/v2/topic/{topic.replace('://', '/')}"
+        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as resp:
+            owner = json.loads(resp.read())["brokerUrl"]
+        if owner == want:
+            return topic
+    raise AssertionError(f"no topic of 64 tried is owned by broker-{i}")
+
+
 def test_cluster_kit_faults(tmp_path, zookeeper_server):
     with ClusterProcesses(
         tmp_path / "kit", brokers=2, bookies=2, zookeeper_url=zookeeper_server.url
     ) as cluster:
         round_trip(cluster.broker_url(0), 20)
-        # SIGSTOP: broker-1 is frozen (sockets open, nothing answers); broker-0 serves on
+        # SIGSTOP: broker-1 is frozen (sockets open, nothing answers); broker-0 serves on the
+        # topics it owns (a bundle broker-1 owns stays unreachable until its session expires,
+        # as in Pulsar), so the topic used is one whose owner broker-0 is
+        topic = _topic_owned_by(cluster, 0)
         cluster.pause("broker-1")
         try:
-            round_trip(cluster.broker_url(0), 20)
+            round_trip(cluster.broker_url(0), 20, topic)
         finally:
             cluster.resume("broker-1")
         round_trip(cluster.broker_url(1), 20)

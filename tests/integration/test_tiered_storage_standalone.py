@@ -41,6 +41,7 @@ managedLedgerOffloadDeletionLagMs=1000
 managedLedgerOffloadMaxBlockSizeInBytes=5242880
 managedLedgerOffloadReadBufferSizeInBytes=1048576
 gcWaitTime=1000
+flushInterval=1000
 minorCompactionInterval=1
 majorCompactionInterval=1
 logSizeLimit=2097152

@@ -119,13 +119,19 @@ def plan_cluster(
     cluster_name: str,
     brokers: int,
     bookies: int,
+    configuration_store_url: str | None = None,
     autorecovery: bool = True,
     proxy: bool = False,
     broker_properties: Mapping[str, str] | None = None,
     bookie_properties: Mapping[str, str] | None = None,
     proxy_properties: Mapping[str, str] | None = None,
 ) -> list[ProcessSpec]:
-    """Config files under ``data_dir`` and the specs, in start order (bookies first)."""
+    """Config files under ``data_dir`` and the specs, in start order (bookies first).
+
+    ``configuration_store_url``: the instance's configuration store (clusters, tenants,
+    namespace policies shared by every cluster of a geo-replicated instance); None = the
+    cluster's own metadata store, as a single cluster has it."""
+    config_url = configuration_store_url or metadata_url
     if brokers < 1 or bookies < 1:
         raise ValueError("a cluster needs at least one broker and one bookie")
     data_dir = data_dir.resolve()
@@ -157,7 +163,7 @@ def plan_cluster(
         props = {
             "clusterName": cluster_name,
             "metadataStoreUrl": metadata_url,
-            "configurationMetadataStoreUrl": metadata_url,
+            "configurationMetadataStoreUrl": config_url,
             "brokerServicePort": bport,
             "webServicePort": wport,
             "bindAddress": LOOPBACK,
@@ -187,7 +193,7 @@ def plan_cluster(
         props = {
             "clusterName": cluster_name,
             "metadataStoreUrl": metadata_url,
-            "configurationMetadataStoreUrl": metadata_url,
+            "configurationMetadataStoreUrl": config_url,
             # registered brokers (/loadbalance/brokers) come first; this list is the fallback
             "brokerServiceURL": "pulsar://" + ",".join(f"{LOOPBACK}:{sp.ports['broker']}" for sp in brokers_),
             "brokerWebServiceURL": "http://" + ",".join(f"{LOOPBACK}:{sp.ports['web']}" for sp in brokers_),
@@ -209,6 +215,16 @@ def plan_cluster(
             )
         )
     return specs
+
+
+def cluster_service_urls(specs: list[ProcessSpec]) -> tuple[str, str]:
+    """(webServiceUrl, brokerServiceUrl) of the cluster as other clusters must know it: every
+    broker, multi-host (``pulsar://h:p1,h:p2``), so a remote cluster's replicators and admin
+    calls still reach it while one broker is down."""
+    brokers = [s for s in specs if s.role == "broker"]
+    web = "http://" + ",".join(f"{LOOPBACK}:{s.ports['web']}" for s in brokers)
+    binary = "pulsar://" + ",".join(f"{LOOPBACK}:{s.ports['broker']}" for s in brokers)
+    return web, binary
 
 
 def spawn(

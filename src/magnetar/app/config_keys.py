@@ -52,6 +52,8 @@ BROKER_SERVICE_KEYS = frozenset(
         # geo-replication (broker.replication)
         "replicatorPrefix",
         "replicationProducerQueueSize",
+        "dispatchThrottlingRatePerReplicatorInMsg",
+        "dispatchThrottlingRatePerReplicatorInByte",
         "replicationMetricsEnabled",
         "magnetarReplicationPolicyCheckIntervalMs",
         "enableReplicatedSubscriptions",

@@ -60,14 +60,13 @@ subclasses which carry ``.http_status`` and ``.message``):
 * ``await svc.delete_topic(topic, force=False)`` -- 404 if absent, 409 if partitioned,
   412 with active producers/consumers unless ``force`` (then they get CLOSE_PRODUCER/CLOSE_CONSUMER).
 * ``await svc.delete_partitioned_topic(topic, force=False)`` -- metadata and every partition.
-* ``await svc.unload_topic(topic)`` -- closes the topic; clients reconnect.
-* ``await svc.topic_stats(topic) -> dict`` -- Pulsar TopicStats field names (msgInCounter,
-  bytesInCounter, msgOutCounter, bytesOutCounter, storageSize, publishers[...],
-  subscriptions{name: {msgBacklog, unackedMessages, type, consumers[...], isDurable, ...}}).
-  404 TopicNotFound if the topic does not exist.
-* ``await svc.partitioned_topic_stats(topic, per_partition=True) -> dict``
-* ``await svc.internal_stats(topic) -> dict`` -- the managed ledger's internal stats.
-* ``await svc.list_subscriptions(topic) -> list[str]``
+* What the admin API reads and does to a topic's state is ``broker.admin.topic_ops.TopicOps``
+  (``AdminService(svc).topics``), not the service: ``unload_topic(topic)`` (clients reconnect),
+  ``topic_stats(topic)`` (Pulsar TopicStats field names: msgInCounter, bytesInCounter,
+  msgOutCounter, bytesOutCounter, storageSize, publishers[...], subscriptions{name: {msgBacklog,
+  unackedMessages, type, consumers[...], isDurable, ...}}; 404 TopicNotFound if absent),
+  ``partitioned_topic_stats(topic, per_partition=True)``, ``internal_stats(topic)``,
+  ``list_subscriptions(topic)``, and the subscription / cursor / peek / terminate operations.
 * ``svc.resources`` -- :class:`magnetar.broker.resources.BrokerResources`:
   ``.clusters``, ``.tenants``, ``.namespaces``, ``.partitioned_topics`` (typed async views with
   ``get/create/update/delete/list`` -- see their docstrings); the admin REST for

@@ -64,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
     from magnetar.cli.standalone import known_pulsar_keys
 
     logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.WARNING), stream=sys.stderr
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     overrides = {
         **cli_overrides(args),

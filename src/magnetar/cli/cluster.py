@@ -14,12 +14,20 @@ The state file ``<data-dir>/cluster.json`` records every process (pid, config
 file, log, ports) and the metadata URL.  ``down`` stops them in reverse order
 (proxy, brokers, auto-recovery, bookies, ZooKeeper if we started it) with
 SIGTERM, then SIGKILL after ``--timeout``; a pid is only signalled while its
-command line still names its config file, so a recycled pid is never hit.
+command line still names its config file, so a recycled pid is never hit;
+the processes of one role stop together (the brokers in parallel).
 ``status`` prints each process (running or not, and for brokers and the
 proxy whether the HTTP port answers), then what the metadata store says: the
 bookies under ``/ledgers/available``, the brokers registered under
 ``/loadbalance/brokers``, the leader at ``/loadbalance/leader`` and the
 bundle owners under ``/namespace`` -- whatever of those exists.
+Geo-replication: several clusters form one instance when they share a
+configuration store (Pulsar's ``configurationMetadataStoreUrl``):
+``--configuration-metadata-store zk:host:port[/chroot]`` puts it in every
+broker's config, and initialize-cluster-metadata registers the cluster there
+with every broker's URLs (multi-host ``pulsar://h:p1,h:p2``), so the other
+clusters' replicators find it; without the flag the cluster's own store is
+its configuration store.
 If ``up`` fails half-way, what it started is stopped again.  ``up`` again on
 the same data dir (after ``down``) restarts the same cluster: the config
 files keep their ports, so bookies keep their ids and the data is served
@@ -48,6 +56,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--zookeeper", default=None, help="use this ZooKeeper (host:port or zk:host:port)")
     up.add_argument("--data-dir", default="cluster-data")
     up.add_argument("--cluster-name", default="magnetar-cluster")
+    up.add_argument(
+        "--configuration-metadata-store",
+        "--configuration-store",
+        dest="configuration_store",
+        default=None,
+        help="the instance's configuration store (zk:host:port[/chroot]) shared with other clusters "
+        "for geo-replication (configurationMetadataStoreUrl); default: this cluster's own store",
+    )
+    up.add_argument(
+        "--broker-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker.conf setting (Pulsar key name) for every broker; repeatable",
+    )
     up.add_argument("--proxy", action="store_true", help="also start a magnetar proxy")
     up.add_argument("--no-autorecovery", action="store_true", help="do not start magnetar autorecovery")
     up.add_argument("--timeout", type=float, default=120.0, help="seconds each process may take to start")
@@ -91,6 +114,8 @@ def _ours(entry: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------------- up
 def run_up(args: argparse.Namespace) -> int:
     from magnetar.app.cluster_launch import LaunchError, plan_cluster
+    from magnetar.cli.cluster_metadata import store_url
+    from magnetar.metadata.factory import parse_metadata_url
 
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its reconnect chatter
     data_dir = Path(args.data_dir).resolve()
@@ -103,21 +128,38 @@ def run_up(args: argparse.Namespace) -> int:
     if args.brokers < 1 or args.bookies < 1:
         _err("--brokers and --bookies must be at least 1")
         return 2
+    broker_properties = {}
+    for item in args.broker_property:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            _err(f"--broker-property {item!r}: expected KEY=VALUE (a broker.conf key)")
+            return 2
+        broker_properties[key.strip()] = value.strip()
+    config_url = store_url(args.configuration_store)
+    if config_url is not None:
+        try:
+            parse_metadata_url(config_url)
+        except ValueError as exc:
+            _err(f"--configuration-metadata-store: {exc}")
+            return 2
     data_dir.mkdir(parents=True, exist_ok=True)
     state = {"cluster": args.cluster_name, "data_dir": str(data_dir), "processes": []}
     try:
         metadata_url = _zookeeper(args, data_dir, state)
         state["metadata_url"] = metadata_url
+        state["configuration_store_url"] = config_url or metadata_url
         specs = plan_cluster(
             data_dir,
             metadata_url=metadata_url,
             cluster_name=args.cluster_name,
             brokers=args.brokers,
             bookies=args.bookies,
+            configuration_store_url=config_url,
+            broker_properties=broker_properties,
             autorecovery=not args.no_autorecovery,
             proxy=args.proxy,
         )
-        _initialize(args, specs, metadata_url)
+        _initialize(args, specs, metadata_url, config_url or metadata_url)
         for role in ("bookie", "broker", "autorecovery", "proxy"):
             _start_role(state, data_dir, [s for s in specs if s.role == role], args.timeout)
     except (LaunchError, OSError, RuntimeError, ValueError) as exc:
@@ -155,22 +197,25 @@ def _zookeeper(args: argparse.Namespace, data_dir: Path, state: dict[str, Any]) 
     return zk.url
 
 
-def _initialize(args: argparse.Namespace, specs: list[Any], metadata_url: str) -> None:
+def _initialize(args: argparse.Namespace, specs: list[Any], metadata_url: str, config_url: str) -> None:
+    """initialize-cluster-metadata: the cluster registered (in the configuration store) with
+    every broker's URLs, the ledger layout formatted in its own store."""
     import asyncio
 
+    from magnetar.app.cluster_launch import cluster_service_urls
     from magnetar.cli.cluster_metadata import initialize
 
-    broker = next(s for s in specs if s.role == "broker").urls()
+    web, binary = cluster_service_urls(specs)
     ns = argparse.Namespace(
         cluster=args.cluster_name,
-        web_service_url=broker["webServiceUrl"],
-        broker_service_url=broker["serviceUrl"],
+        web_service_url=web,
+        broker_service_url=binary,
         web_service_url_tls=None,
         broker_service_url_tls=None,
         default_namespace_bundle_number=4,
         timeout=30.0,
     )
-    asyncio.run(initialize(ns, metadata_url, metadata_url))
+    asyncio.run(initialize(ns, metadata_url, config_url))
 
 
 def _start_role(state: dict[str, Any], data_dir: Path, specs: list[Any], timeout_s: float) -> None:
@@ -201,6 +246,8 @@ def _start_role(state: dict[str, Any], data_dir: Path, specs: list[Any], timeout
 def _print_urls(state: dict[str, Any]) -> None:
     print(f"cluster {state['cluster']} is up ({state['data_dir']})")
     print(f"  metadata store:    {state['metadata_url']}")
+    if state.get("configuration_store_url", state["metadata_url"]) != state["metadata_url"]:
+        print(f"  configuration store: {state['configuration_store_url']}")
     print(f"  service URL:       {state['service_url']}")
     print(f"  web service URL:   {state['web_service_url']}")
     for e in state["processes"]:
@@ -221,14 +268,24 @@ def run_down(args: argparse.Namespace) -> int:
 
 
 def _stop_all(state: dict[str, Any], timeout_s: float) -> None:
+    """Role by role (proxy, brokers, ...): the processes of one role are stopped together
+    (SIGTERM to each at once, then each waited for), so a cluster's brokers shut down in
+    parallel rather than one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from magnetar.app.cluster_launch import stop_pid
 
     for role in ROLE_ORDER_DOWN:
-        for e in reversed([e for e in state["processes"] if e["role"] == role]):
-            if not _ours(e):
+        group = list(reversed([e for e in state["processes"] if e["role"] == role]))
+        running = [e for e in group if _ours(e)]
+        for e in group:
+            if e not in running:
                 print(f"  {e['name']:<14} not running", flush=True)
-                continue
-            how = stop_pid(e["pid"], timeout_s)
+        if not running:
+            continue
+        with ThreadPoolExecutor(max_workers=len(running)) as pool:
+            results = list(pool.map(lambda e: stop_pid(e["pid"], timeout_s), running))
+        for e, how in zip(running, results, strict=True):
             print(f"  {e['name']:<14} {how} (pid {e['pid']})", flush=True)
 
 

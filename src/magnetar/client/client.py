@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from magnetar.client.auth import Authentication, AuthenticationTLS
-from magnetar.client.connection import ConnectionConfig, make_ssl_context
+from magnetar.client.cnx_setup import ConnectionConfig, make_ssl_context
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration
 from magnetar.client.lookup import BinaryLookup, HttpLookup, LookupService
 from magnetar.client.memory import MemoryLimitController

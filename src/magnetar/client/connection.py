@@ -4,28 +4,31 @@ Theory of operation: :class:`ClientCnx` owns a socket and a
 ``protocol.ClientConnection``. ``open()`` connects (bounded by the connection
 timeout), writes CONNECT with the authentication data, and waits for CONNECTED
 (an ERROR there becomes the typed exception, e.g. ``AuthenticationError``).
-Then every received chunk goes, in the protocol's ``data_received``
-callback (no reader task, no extra copy), to the state machine, whose events
-are routed at once:
-
-* responses to requests: ``request(kind, build)`` picks a request id, writes
-  ``build(request_id)`` and waits on a future keyed by ``(kind, request_id)``,
-  never longer than the operation timeout (then the request is forgotten and
-  ``Timeout`` raised). An error answer becomes the typed ``ServerError``
-  exception;
-* commands for one producer or consumer (SEND_RECEIPT, SEND_ERROR, MESSAGE,
-  CLOSE_PRODUCER, CLOSE_CONSUMER, ACTIVE_CONSUMER_CHANGE,
-  REACHED_END_OF_TOPIC, TOPIC_MIGRATED) go to the handler registered under
-  that id with ``add_producer`` / ``add_consumer``;
-* PING is answered at once, AUTH_CHALLENGE with fresh auth data (token refresh).
+Then every received chunk goes, in the socket protocol's ``data_received``
+(``cnx_wire.Wire``: no reader task, no extra copy), to the state machine,
+whose events are routed at once by ``cnx_dispatch.CommandRouter``: answers
+complete the futures of requests, commands go to the producer, consumer or
+watcher registered under their id (``add_producer`` / ``add_consumer`` /
+``add_watcher``), PING is answered, AUTH_CHALLENGE gets fresh auth data.
+``request(kind, build)`` picks a request id, writes ``build(request_id)`` and
+waits on a future keyed by ``(kind, request_id)``, never longer than the
+operation timeout (then the request is forgotten and ``Timeout`` raised); an
+error answer raises the typed ``ServerError`` exception.
 
 A keep-alive task ticks the state machine every ``keepalive_s``: it sends
 PING, or closes the connection when the previous PING got no traffic back.
 When the connection ends for any reason, every pending request fails with
 ``ConnectError`` and every handler's ``connection_closed(cnx)`` is called once
 so producers and consumers reconnect (they own their reconnect loops; this
-class never reconnects). Writes are plain ``transport.write``; senders of bulk
-data call ``drain()``, which waits while the transport asked us to pause.
+class never reconnects).
+
+Writes are coalesced: frames written during one turn of the event loop
+(a burst of unbatched sends, a FLOW and an ACK, a SUBSCRIBE and its FLOW) are
+kept in order and go to the socket as one ``transport.write`` when the turn
+ends (``call_soon``), so a burst costs one system call and one wake-up of the
+broker instead of one per frame. Once ``COALESCE_MAX_BYTES`` are waiting they
+are written at once (bulk data is not held back). Senders of bulk data call
+``drain()``, which waits while the transport asked us to pause.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from magnetar.client.auth import Authentication
+from magnetar.client.cnx_dispatch import CommandRouter, Handler
+from magnetar.client.cnx_setup import ConnectionConfig, make_ssl_context, split_host_port
+from magnetar.client.cnx_wire import Wire
 from magnetar.client.errors import ConnectError, PulsarException, Timeout, error_from_code
 from magnetar.protocol import client_commands, server_commands
 from magnetar.protocol.client_connection import ClientConnection
@@ -49,116 +53,17 @@ from magnetar.protocol.events import (
     ConnectionClosed,
     ConnectRejected,
     KeepaliveAction,
-    PingReceived,
-    ResponseReceived,
 )
 from magnetar.protocol.frames import Frame
 
+__all__ = ["ClientCnx", "ConnectionConfig", "Handler", "make_ssl_context", "split_host_port"]
+
 log = logging.getLogger(__name__)
 T = CommandType
-_PRODUCER_COMMANDS = {
-    T.SEND_RECEIPT: "producer_id",
-    T.SEND_ERROR: "producer_id",
-    T.CLOSE_PRODUCER: "producer_id",
-}
-_CONSUMER_COMMANDS = {
-    T.MESSAGE: "consumer_id",
-    T.CLOSE_CONSUMER: "consumer_id",
-    T.ACTIVE_CONSUMER_CHANGE: "consumer_id",
-    T.REACHED_END_OF_TOPIC: "consumer_id",
-}
+COALESCE_MAX_BYTES = 64 * 1024
 
 
-class Handler(Protocol):
-    def handle_frame(self, frame: Frame) -> None: ...
-    def connection_closed(self, cnx: ClientCnx) -> None: ...
-
-
-@dataclass(frozen=True)
-class ConnectionConfig:
-    authentication: Authentication
-    ssl_context: ssl.SSLContext | None = None
-    tls_validate_hostname: bool = False
-    operation_timeout_s: float = 30.0
-    connection_timeout_s: float = 10.0
-    keepalive_s: float = 30.0
-    client_version: str = client_commands.CLIENT_VERSION
-
-
-def make_ssl_context(
-    trust_file: str | None, insecure: bool, validate_hostname: bool, cert: str | None, key: str | None
-) -> ssl.SSLContext:
-    """The TLS context: trusted CAs, the insecure / hostname switches, an optional client certificate."""
-    ctx = ssl.create_default_context(cafile=trust_file) if trust_file else ssl.create_default_context()
-    ctx.check_hostname = bool(validate_hostname) and not insecure
-    if insecure:
-        ctx.verify_mode = ssl.CERT_NONE
-    if cert:
-        ctx.load_cert_chain(cert, key)
-    return ctx
-
-
-def split_host_port(address: str) -> tuple[str, int]:
-    """``pulsar://h:p`` / ``pulsar+ssl://h:p`` / ``h:p`` -> (host, port)."""
-    rest = address.split("://", 1)[-1].rstrip("/")
-    host, sep, port = rest.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ConnectError(f"broker address {address!r} has no port")
-    return host.strip("[]"), int(port)
-
-
-def _response_error(frame: Frame) -> PulsarException:
-    cmd: Any = frame.command
-    for code_field, msg_field in (("error", "message"), ("error_code", "error_message")):
-        if code_field in cmd.DESCRIPTOR.fields_by_name and cmd.HasField(code_field):
-            return error_from_code(getattr(cmd, code_field), getattr(cmd, msg_field, ""))
-    return error_from_code(0, f"{frame.type.name} failed")
-
-
-class _Wire(asyncio.Protocol):
-    """The socket side: bytes in go straight to the ClientCnx (no reader task), writes with flow control."""
-
-    def __init__(self, cnx: ClientCnx) -> None:
-        self.cnx = cnx
-        self.transport: asyncio.Transport | None = None
-        self._paused = False
-        self._drain_waiters: list[asyncio.Future[None]] = []
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.cnx._on_data(data)
-
-    def eof_received(self) -> bool:
-        self.cnx._on_data(b"")
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.cnx._shutdown(exc)
-        self._wake()
-
-    def pause_writing(self) -> None:
-        self._paused = True
-
-    def resume_writing(self) -> None:
-        self._paused = False
-        self._wake()
-
-    def _wake(self) -> None:
-        waiters, self._drain_waiters = self._drain_waiters, []
-        for w in waiters:
-            if not w.done():
-                w.set_result(None)
-
-    async def drain(self) -> None:
-        if self._paused and self.transport is not None and not self.transport.is_closing():
-            w = asyncio.get_running_loop().create_future()
-            self._drain_waiters.append(w)
-            await w
-
-
-class ClientCnx:
+class ClientCnx(CommandRouter):
     """A connection to one broker (``logical``), reached at ``physical`` (the same unless proxied)."""
 
     def __init__(self, logical: str, physical: str, config: ConnectionConfig) -> None:
@@ -166,8 +71,11 @@ class ClientCnx:
         self.physical = physical
         self.config = config
         self._conn = ClientConnection(keepalive_interval_s=config.keepalive_s)
-        self._wire: _Wire | None = None
+        self._wire: Wire | None = None
         self._transport: asyncio.Transport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._out: list[bytes] = []  # frames written in this loop turn, sent together when it ends
+        self._out_bytes = 0
         self._handshake: asyncio.Future[None] | None = None
         self._pending: dict[tuple[CommandType, int], asyncio.Future[Frame]] = {}
         self._producers: dict[int, Handler] = {}
@@ -188,12 +96,12 @@ class ClientCnx:
     async def open(self) -> None:
         host, port = split_host_port(self.physical)
         ssl_ctx = self.config.ssl_context
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._handshake = loop.create_future()
         try:
             transport, wire = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: _Wire(self), host, port, ssl=ssl_ctx, server_hostname=host if ssl_ctx else None
+                    lambda: Wire(self), host, port, ssl=ssl_ctx, server_hostname=host if ssl_ctx else None
                 ),
                 self.config.connection_timeout_s,
             )
@@ -271,6 +179,8 @@ class ClientCnx:
         self.close_reason = reason
         self._conn.close()
         if self._transport is not None:
+            if reason is None:
+                self._flush_out()  # a graceful close still sends what was written before it
             self._transport.close()
         hs = self._handshake
         if hs is not None and not hs.done():
@@ -323,12 +233,30 @@ class ClientCnx:
     # ------------------------------------------------------------------ output
     def write(self, data: bytes) -> None:
         self._check_open()
-        assert self._transport is not None
-        self._transport.write(self._conn.send(data))
+        self._put(self._conn.send(data))
+
+    def _put(self, data: bytes) -> None:
+        """Queue one encoded frame for the end of this loop turn (at once past COALESCE_MAX_BYTES)."""
+        out = self._out
+        if not out:
+            self._loop.call_soon(self._flush_out)  # type: ignore[union-attr]
+        out.append(data)
+        self._out_bytes += len(data)
+        if self._out_bytes >= COALESCE_MAX_BYTES:
+            self._flush_out()
+
+    def _flush_out(self) -> None:
+        out = self._out
+        if not out:
+            return
+        self._out, self._out_bytes = [], 0
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
 
     @property
     def write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() if self._transport else 0
+        return self._out_bytes + (self._transport.get_write_buffer_size() if self._transport else 0)
 
     async def drain(self) -> None:
         if self._wire is not None and not self._closed.is_set():
@@ -339,8 +267,7 @@ class ClientCnx:
         self._check_open()
         rid = self._conn.new_request_id()
         fut: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
-        assert self._transport is not None
-        self._transport.write(self._conn.send_request(kind, rid, build(rid)))
+        self._put(self._conn.send_request(kind, rid, build(rid)))
         self._pending[(kind, rid)] = fut
         limit = self.config.operation_timeout_s if timeout_s == -1.0 else timeout_s
         try:
@@ -374,52 +301,6 @@ class ClientCnx:
         except Exception as exc:  # a handler's bug: drop the connection, the reconnect starts clean
             log.exception("error handling data from %s", self.physical)
             self._shutdown(exc)
-
-    def _drain_events(self) -> bool:
-        conn = self._conn
-        while (event := conn.next_event()) is not None:
-            if isinstance(event, CommandReceived):
-                self._on_command(event.frame)
-            elif isinstance(event, ResponseReceived):
-                if not event.final:
-                    continue  # producer_ready=false: the final PRODUCER_SUCCESS follows
-                fut = self._pending.pop((event.kind, event.request_id), None)
-                if fut is not None and not fut.done():
-                    if event.is_error:
-                        fut.set_exception(_response_error(event.frame))
-                    else:
-                        fut.set_result(event.frame)
-            elif isinstance(event, PingReceived):
-                self._transport.write(event.reply)  # type: ignore[union-attr]
-            elif isinstance(event, ConnectionClosed):
-                return False
-        return True
-
-    def _on_command(self, frame: Frame) -> None:
-        ftype = frame.type
-        field = _CONSUMER_COMMANDS.get(ftype)
-        if field is not None:
-            handler = self._consumers.get(getattr(frame.command, field))
-            if ftype is T.CLOSE_CONSUMER:
-                self._consumers.pop(frame.command.consumer_id, None)
-        else:
-            field = _PRODUCER_COMMANDS.get(ftype)
-            if field is not None:
-                handler = self._producers.get(getattr(frame.command, field))
-                if ftype is T.CLOSE_PRODUCER:
-                    self._producers.pop(frame.command.producer_id, None)
-            elif ftype is T.TOPIC_MIGRATED:
-                table = self._producers if frame.command.resource_type == 0 else self._consumers
-                handler = table.pop(frame.command.resource_id, None)
-            elif ftype is T.WATCH_TOPIC_UPDATE:
-                handler = self._watchers.get(frame.command.watcher_id)
-            elif ftype is T.AUTH_CHALLENGE:
-                asyncio.get_running_loop().create_task(self._answer_challenge_safely())
-                return
-            else:
-                return
-        if handler is not None:
-            handler.handle_frame(frame)
 
     async def _answer_challenge_safely(self) -> None:
         try:

@@ -1,4 +1,4 @@
-"""The consumer of one topic or partition: subscription, permits, decoding, acks, redelivery.
+"""The consumer of one topic or partition: subscription, permits, incoming messages, seek, reconnects.
 
 Theory of operation: a :class:`PartitionConsumer` subscribes on the owner
 broker's connection (lookup, SUBSCRIBE, then FLOW for ``receiver_queue_size``
@@ -9,14 +9,10 @@ partitions and topics of a multi-topic consumer). Every message the application
 takes gives back a permit; FLOW is sent when half the queue was freed.
 Skipped messages give their permits back at once.
 
-Acks are grouped (``acks.AckGrouper``) and flushed by a tick task every
-``ack_group_time_ms``; the same task sends redeliveries that came due
-(negative acks after ``negative_ack_redelivery_delay_ms``, ack timeouts after
-``ack_timeout_ms``). Shared and Key_Shared redeliver the listed entries;
-Exclusive and Failover redeliver everything un-acked (the broker rewinds) and
-the local queue is dropped. With a dead-letter policy a message already
-delivered ``max_redeliver_count`` times is published to the dead-letter topic
-and acked instead of being redelivered.
+Acks, negative acks, ack timeouts and dead-lettering are the
+``consumer_acks.AckingMixin`` half of the class; its tick task (started by
+``start``) flushes grouped acks and sends redeliveries that came due. The
+settings are one ``consumer_conf.ConsumerConf`` shared by all partitions.
 
 When the connection drops or the broker sends CLOSE_CONSUMER (after a seek,
 an unload), the consumer drops its queued messages (they will come again),
@@ -30,21 +26,20 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from magnetar.client.acks import AckGrouper, RedeliveryTracker, ack_set_words
+from magnetar.client.acks import AckGrouper, RedeliveryTracker
 from magnetar.client.connection import ClientCnx
+from magnetar.client.consumer_acks import AckingMixin
+from magnetar.client.consumer_conf import ConsumerConf
 from magnetar.client.decode import MessageDecoder
 from magnetar.client.errors import AlreadyClosed, PulsarException
 from magnetar.client.message import Message
 from magnetar.common.backoff import Backoff, BackoffConfig
 from magnetar.protocol import client_commands
-from magnetar.protocol.client_commands import KeySharedPolicy
 from magnetar.protocol.enums import (
     AckType,
     CommandType,
-    InitialPosition,
     ServerError,
     SubType,
     ValidationError,
@@ -52,8 +47,9 @@ from magnetar.protocol.enums import (
 from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.frames import Frame
 from magnetar.protocol.message_id import MessageId
-from magnetar.protocol.wire import WireSchema
 from magnetar.runtime.rng import Rng
+
+__all__ = ["ConsumerConf", "PartitionConsumer"]
 
 log = logging.getLogger(__name__)
 T = CommandType
@@ -64,37 +60,7 @@ _FATAL = {
 }  # fmt: skip
 
 
-@dataclass
-class ConsumerConf:
-    subscription: str
-    sub_type: SubType = SubType.Exclusive
-    consumer_name: str = ""
-    receiver_queue_size: int = 1000
-    initial_position: InitialPosition = InitialPosition.Latest
-    durable: bool = True
-    start_message_id: MessageId | None = None
-    start_inclusive: bool = False
-    read_compacted: bool = False
-    properties: dict[str, str] | None = None
-    subscription_properties: dict[str, str] | None = None
-    schema: WireSchema | None = None
-    ack_group_time_ms: float = 100.0
-    batch_index_ack_enabled: bool = False
-    negative_ack_delay_ms: float = 60_000.0
-    negative_ack_backoff: Any = None  # acks.MultiplierRedeliveryBackoff
-    ack_timeout_ms: float = 0.0
-    max_redeliver_count: int = 0  # 0: no dead-letter topic
-    dead_letter_topic: str | None = None
-    dlq_initial_subscription: str | None = None
-    replicate_subscription_state: bool = False
-    key_shared: KeySharedPolicy | None = None
-    priority_level: int = 0
-    max_pending_chunked_messages: int = 10
-    expire_incomplete_chunks_ms: int = 60_000
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class PartitionConsumer:
+class PartitionConsumer(AckingMixin):
     def __init__(self, parent: Any, topic: str, partition: int, conf: ConsumerConf) -> None:
         self.parent = parent
         self.client = parent.client
@@ -223,105 +189,6 @@ class PartitionConsumer:
     def flow(self, n: int) -> None:
         if self._ready and self._cnx is not None:
             self._cnx.write(client_commands.flow(self.consumer_id, n))
-
-    # ------------------------------------------------------------------ acks
-    def acknowledge_raw(self, raw: tuple[int, int, int, int, int]) -> None:
-        """Ack by (ledger, entry, partition, batch_index, batch_size) without a MessageId."""
-        if len(self._redeliver):
-            self._redeliver.cancel(MessageId(*raw))
-        if self._acks.add_raw(raw[0], raw[1], raw[3], raw[4]):
-            self.flush_acks()
-
-    def acknowledge(self, msg_id: MessageId, chunk_ids: tuple[MessageId, ...] = ()) -> None:
-        if len(self._redeliver):
-            self._redeliver.cancel(msg_id)
-        full = False
-        for cid in chunk_ids or (msg_id,):
-            full = self._acks.add_individual(cid) or full
-        if full:
-            self.flush_acks()
-
-    async def acknowledge_in_txn(self, ids: list[MessageId], txnid: tuple[int, int], cumulative: bool) -> None:
-        for mid in ids:
-            self._redeliver.cancel(mid)
-        entries = []
-        for m in ids:  # whole entries, or one index of a batch (ack_set: the other indexes)
-            if m.batch_index >= 0 and m.batch_size > 1 and not cumulative:
-                rest = [i for i in range(m.batch_size) if i != m.batch_index]
-                entries.append(
-                    MessageId(m.ledger_id, m.entry_id, ack_set=ack_set_words(rest, m.batch_size), batch_size=m.batch_size)
-                )
-            else:
-                entries.append(MessageId(m.ledger_id, m.entry_id))
-        kind = AckType.Cumulative if cumulative else AckType.Individual
-        await self._require_cnx().request(
-            T.ACK,
-            lambda rid: client_commands.ack(
-                self.consumer_id, kind, entries, txnid_most_bits=txnid[0], txnid_least_bits=txnid[1], request_id=rid
-            ),
-        )
-
-    def acknowledge_cumulative(self, msg_id: MessageId) -> None:
-        self._redeliver.cancel_up_to(msg_id)
-        self._acks.add_cumulative(msg_id)
-
-    def flush_acks(self) -> None:
-        if not len(self._acks) or not self._ready or self._cnx is None:
-            return
-        individual, cumulative = self._acks.take()
-        try:
-            if individual:
-                self._cnx.write(client_commands.ack(self.consumer_id, AckType.Individual, individual))
-            if cumulative is not None:
-                self._cnx.write(client_commands.ack(self.consumer_id, AckType.Cumulative, [cumulative]))
-        except PulsarException:
-            pass  # the broker redelivers what it did not get
-
-    def negative_acknowledge(self, msg: Message) -> None:
-        backoff = self.conf.negative_ack_backoff
-        delay_ms = backoff.next_ms(msg.redelivery_count()) if backoff else self.conf.negative_ack_delay_ms
-        self._redeliver.schedule(msg.message_id(), time.monotonic() + delay_ms / 1000, msg)
-
-    async def _tick_loop(self) -> None:
-        period = max(0.01, min(self.conf.ack_group_time_ms, 100.0) / 1000.0)
-        while not self._closed:
-            await asyncio.sleep(period)
-            self.flush_acks()
-            if len(self._redeliver):
-                due = self._redeliver.due(time.monotonic())
-                if due:
-                    await self._redeliver_messages(due)
-
-    async def _redeliver_messages(self, msgs: list[Message]) -> None:
-        c = self.conf
-        if c.max_redeliver_count > 0:
-            keep = []
-            for m in msgs:
-                if m.redelivery_count() >= c.max_redeliver_count:
-                    await self.parent.send_to_dead_letter(self, m)
-                    self.acknowledge(m.message_id(), m._chunk_ids)
-                else:
-                    keep.append(m)
-            msgs = keep
-            self.flush_acks()
-        if not msgs or not self._ready or self._cnx is None:
-            return
-        if c.sub_type in (SubType.Shared, SubType.Key_Shared):
-            ids = list(
-                {(m.message_id().ledger_id, m.message_id().entry_id): m.message_id() for m in msgs}.values()
-            )
-            self._cnx.write(client_commands.redeliver_unacknowledged(self.consumer_id, ids))
-        else:
-            self.redeliver_all()
-
-    def redeliver_all(self) -> None:
-        if not self._ready or self._cnx is None:
-            return
-        dropped = self.parent.queue.remove_if(lambda m: m._consumer is self)
-        self._cnx.write(client_commands.redeliver_unacknowledged(self.consumer_id))
-        self._redeliver.clear()
-        if dropped:
-            self._give_back(dropped)
 
     # ------------------------------------------------------------------ seek, last id
     async def seek(self, target: MessageId | int) -> None:

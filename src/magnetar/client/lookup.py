@@ -15,18 +15,24 @@ the service URL's scheme.
   ``/lookup/v2/topic/...``, ``/admin/v2/namespaces/.../topics``,
   ``/admin/v2/schemas/.../schema``; HTTP redirects are followed.
 
-A service URL may list several hosts (``pulsar://a:6650,b:6650``); requests
-go to them in turn. Both return plain values: the partition count, a
+A service URL may list several hosts (``pulsar://a:6650,b:6650``):
+:class:`ServiceHosts` starts each request at the next host in turn and, when a
+host cannot be reached (connection refused, connect timeout), passes the
+request on to the following ones, as the official clients do; a host that
+failed goes to the back of the order until it answers again. Only when every
+host failed does the request fail (``ConnectError``, naming each host). Both
+return plain values: the partition count, a
 (logical, physical) pair of ``pulsar://`` URLs, topic names, a WireSchema.
 """
 
 from __future__ import annotations
 
-import itertools
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from magnetar.client.auth import Authentication
-from magnetar.client.errors import LookupError_, PulsarException, TopicNotFound, error_from_code
+from magnetar.client.connection import ClientCnx
+from magnetar.client.errors import ConnectError, LookupError_, PulsarException, TopicNotFound, error_from_code
 from magnetar.client.pool import ConnectionPool
 from magnetar.common.naming import TopicName
 from magnetar.protocol import client_commands
@@ -34,6 +40,7 @@ from magnetar.protocol.enums import CommandType, LookupType, TopicDomainMode
 from magnetar.protocol.wire import WireSchema
 
 MAX_REDIRECTS = 20
+R = TypeVar("R")
 
 
 class LookupService(Protocol):
@@ -54,6 +61,38 @@ def service_hosts(service_url: str) -> list[str]:
     return [f"{scheme}://{host.strip()}" for host in rest.split(",") if host.strip()]
 
 
+class ServiceHosts:
+    """The hosts of a service URL, in round-robin order, unreachable ones tried last."""
+
+    def __init__(self, service_url: str) -> None:
+        self.hosts = service_hosts(service_url)
+        self._turn = 0
+        self._down: set[str] = set()
+
+    def order(self) -> list[str]:
+        """Every host once, starting at the next in turn; hosts that failed last come last."""
+        i = self._turn % len(self.hosts)
+        self._turn += 1
+        ring = self.hosts[i:] + self.hosts[:i]
+        return [h for h in ring if h not in self._down] + [h for h in ring if h in self._down]
+
+    async def first_reachable(
+        self, attempt: Callable[[str], Awaitable[R]], unreachable: tuple[type, ...]
+    ) -> R:
+        """``attempt(host)`` on each host in :meth:`order` until one does not raise ``unreachable``."""
+        failures: list[str] = []
+        for host in self.order():
+            try:
+                result = await attempt(host)
+            except unreachable as exc:
+                self._down.add(host)
+                failures.append(f"{host}: {exc}")
+                continue
+            self._down.discard(host)
+            return result
+        raise ConnectError("no host of the service URL could be reached: " + "; ".join(failures))
+
+
 class BinaryLookup:
     def __init__(
         self, pool: ConnectionPool, service_url: str, use_tls: bool, listener_name: str = ""
@@ -61,11 +100,18 @@ class BinaryLookup:
         self.pool = pool
         self.use_tls = use_tls
         self.listener_name = listener_name
-        self._hosts = itertools.cycle(service_hosts(service_url))
+        self._hosts = ServiceHosts(service_url)
 
-    async def _service_cnx(self):
-        host = next(self._hosts)
-        return await self.pool.get(host, host)
+    async def _service(self) -> tuple[str, ClientCnx]:
+        """A service host and its connection: the next host that accepts a connection."""
+
+        async def connect(host: str) -> tuple[str, ClientCnx]:
+            return host, await self.pool.get(host, host)
+
+        return await self._hosts.first_reachable(connect, (ConnectError,))
+
+    async def _service_cnx(self) -> ClientCnx:
+        return (await self._service())[1]
 
     async def partitions(self, topic: str) -> int:
         cnx = await self._service_cnx()
@@ -75,10 +121,11 @@ class BinaryLookup:
         return frame.command.partitions
 
     async def lookup(self, topic: str) -> tuple[str, str]:
-        service = next(self._hosts)
+        service, cnx = await self._service()
         logical, physical, authoritative = service, service, False
-        for _ in range(MAX_REDIRECTS):
-            cnx = await self.pool.get(logical, physical)
+        for hop in range(MAX_REDIRECTS):
+            if hop:
+                cnx = await self.pool.get(logical, physical)
             frame = await cnx.request(
                 CommandType.LOOKUP,
                 lambda rid, a=authoritative: client_commands.lookup(topic, rid, a, self.listener_name),
@@ -127,7 +174,7 @@ class HttpLookup:
     def __init__(self, service_url: str, authentication: Authentication, verify: Any = True) -> None:
         import httpx
 
-        self._hosts = itertools.cycle(service_hosts(service_url))
+        self._hosts = ServiceHosts(service_url)
         self._auth = authentication
         self._http = httpx.AsyncClient(follow_redirects=True, verify=verify, timeout=30.0)
 
@@ -135,8 +182,12 @@ class HttpLookup:
         import httpx
 
         headers = self._auth.http_headers(await self._auth.auth_data())
+
+        async def get(host: str) -> Any:
+            return await self._http.get(host + path, params=params, headers=headers)
+
         try:
-            resp = await self._http.get(next(self._hosts) + path, params=params, headers=headers)
+            resp = await self._hosts.first_reachable(get, (httpx.ConnectError, httpx.ConnectTimeout))
         except httpx.HTTPError as exc:
             raise LookupError_(f"HTTP lookup failed: {exc}") from None
         if resp.status_code == 404:

@@ -19,7 +19,7 @@ from typing import Any
 
 from magnetar.client.acks import MultiplierRedeliveryBackoff
 from magnetar.client.consumer import Consumer
-from magnetar.client.consumer_impl import ConsumerConf
+from magnetar.client.consumer_conf import ConsumerConf
 from magnetar.client.errors import InvalidConfiguration, NotSupported
 from magnetar.client.pattern import PatternDiscovery, matching_topics, pattern_namespace
 from magnetar.client.reader import Reader

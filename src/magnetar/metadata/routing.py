@@ -15,8 +15,16 @@ documents without knowing there are two stores.
 * A path belongs to a prefix when it *is* the prefix or lies below it.
 * ``children`` of an ancestor of a prefix (``/``, ``/admin``) merges both
   stores' answers, so listings stay complete.
-* Listeners and session listeners are registered on both stores; a
-  notification names its path, so a listener sees shared and local changes.
+* Listeners are registered on both stores; a notification names its path,
+  so a listener sees shared and local changes.
+* Session listeners hear the *local* store's session only.  Everything that
+  hangs on a session -- bundle-ownership locks, the broker's registration,
+  leader election -- is an ephemeral node of the local store, and a lock
+  hearing SESSION_LOST gives up its bundle: the configuration store's session
+  expiring (its ZooKeeper unreachable for a while) must not unload a
+  cluster's bundles, as it does not in Pulsar, where the two stores' session
+  events go to different handlers.  Whoever cares about the configuration
+  store's session registers with :meth:`add_configuration_session_listener`.
 * ``session_id`` is the local store's (ephemeral nodes: bundle ownership,
   broker registration, are local).
 * The routed store owns neither store: the composition root that opened them
@@ -106,11 +114,17 @@ class ConfigurationRoutedStore:
         self.configuration.remove_listener(listener)
 
     def add_session_listener(self, listener: SessionListener) -> None:
+        """The local store's session events (see the module docstring)."""
         self.local.add_session_listener(listener)
-        self.configuration.add_session_listener(listener)
 
     def remove_session_listener(self, listener: SessionListener) -> None:
         self.local.remove_session_listener(listener)
+
+    def add_configuration_session_listener(self, listener: SessionListener) -> None:
+        """The configuration store's session events."""
+        self.configuration.add_session_listener(listener)
+
+    def remove_configuration_session_listener(self, listener: SessionListener) -> None:
         self.configuration.remove_session_listener(listener)
 
     @property

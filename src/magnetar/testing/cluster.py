@@ -17,7 +17,9 @@ bookie id).  ``stop()`` terminates everything (SIGTERM, then SIGKILL) and is
 safe to call twice; the data dir stays for post-mortems unless the kit made
 it.
 
-Each cluster uses its own ZooKeeper chroot (``/magnetar-<hex>``), so several
+``configuration_store_url`` names a configuration store shared with other
+clusters (geo-replication: the clusters of one instance), as ``magnetar
+cluster up --configuration-metadata-store`` does.  Each cluster uses its own ZooKeeper chroot (``/magnetar-<hex>``), so several
 clusters can share one ZooKeeper server (the per-run ``zookeeper_server``
 fixture).
 """
@@ -37,6 +39,7 @@ from pathlib import Path
 from magnetar.app.cluster_launch import (
     LaunchError,
     ProcessSpec,
+    cluster_service_urls,
     log_size,
     log_tail,
     plan_cluster,
@@ -69,6 +72,7 @@ class ClusterProcesses:
         proxy: bool = False,
         autorecovery: bool = False,
         cluster_name: str = "magnetar-cluster",
+        configuration_store_url: str | None = None,
         broker_properties: Mapping[str, str] | None = None,
         bookie_properties: Mapping[str, str] | None = None,
         proxy_properties: Mapping[str, str] | None = None,
@@ -87,6 +91,7 @@ class ClusterProcesses:
         self.proxy_properties = dict(proxy_properties or {})
         self.ready_timeout_s = ready_timeout_s
         self._zk_url = zookeeper_url
+        self.configuration_store_url = configuration_store_url  # None: the cluster's own store
         self.zookeeper = None  # ZooKeeperServer when we started one
         self.metadata_url = ""
         self.specs: dict[str, ProcessSpec] = {}
@@ -104,6 +109,7 @@ class ClusterProcesses:
                 cluster_name=self.cluster_name,
                 brokers=self.n_brokers,
                 bookies=self.n_bookies,
+                configuration_store_url=self.configuration_store_url,
                 autorecovery=self.with_autorecovery,
                 proxy=self.with_proxy,
                 broker_properties=self.broker_properties,
@@ -131,16 +137,12 @@ class ClusterProcesses:
         self.metadata_url = f"{base.rstrip('/')}/magnetar-{uuid.uuid4().hex[:8]}"
 
     def _initialize_metadata(self) -> None:
-        first = next(s for s in self.specs.values() if s.role == "broker")
-        urls = first.urls()
+        web, binary = cluster_service_urls(list(self.specs.values()))
         cmd = [sys.executable, "-m", "magnetar.cli.main", "initialize-cluster-metadata"]
         cmd += ["--cluster", self.cluster_name, "--metadata-store", self.metadata_url]
-        cmd += [
-            "--web-service-url",
-            urls["webServiceUrl"],
-            "--broker-service-url",
-            self.service_url_of("broker"),
-        ]
+        if self.configuration_store_url:
+            cmd += ["--configuration-metadata-store", self.configuration_store_url]
+        cmd += ["--web-service-url", web, "--broker-service-url", binary]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise LaunchError(f"initialize-cluster-metadata failed: {done.stderr.strip()[-2000:]}")

@@ -113,6 +113,10 @@ class _Topics:
         return got[1]
 
 
+async def _accepts(sim: OwnershipSim, url: str) -> bool:
+    return any(b.broker_service_url() == url and not b.dead for b in sim.brokers)
+
+
 class SimBroker:
     def __init__(self, sim: OwnershipSim, name: str) -> None:
         self.name = name
@@ -132,6 +136,9 @@ class SimBroker:
         self.running = asyncio.Event()
         self.running.set()
         self.dead = False
+        # The dead-owner probe (ownership.dead_owner): a crashed broker refuses connections,
+        # a paused one still accepts them (the kernel does) -- no real socket in a simulation.
+        self.ns.dead_owners.probe = lambda url: _accepts(sim, url)
         self._closers = [self.factory.aclose, bk.aclose]
 
     # BrokerFace ------------------------------------------------------------------------------

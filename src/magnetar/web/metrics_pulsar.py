@@ -158,9 +158,7 @@ class PulsarBrokerCollector(Collector):
         now = svc.clock.monotonic()
         seen: set[str] = set()
         for topic in topics_registry.loaded():
-            ml = getattr(topic, "ml", None)
-            if ml is None:
-                continue  # non-persistent topics: no storage stats
+            ml = getattr(topic, "ml", None)  # None: a non-persistent topic (no storage figures)
             try:
                 stats = topic_stats_dict(topic, web_url)
             except Exception:

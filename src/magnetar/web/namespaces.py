@@ -132,7 +132,7 @@ async def _for_each_topic(request: Request, namespace: str, fn: Any) -> None:
 @router.post(NS + "/clearBacklog", status_code=204)
 async def clear_backlog(request: Request, tenant: str, namespace: str) -> Response:
     async def clear(a: Any, t: str) -> None:
-        for s in await request.app.state.broker_service.list_subscriptions(t):
+        for s in await a.topics.list_subscriptions(t):
             await a.topics.skip_all(t, s)
 
     await _for_each_topic(request, namespace_name(tenant, namespace), clear)
@@ -142,7 +142,7 @@ async def clear_backlog(request: Request, tenant: str, namespace: str) -> Respon
 @router.post(NS + "/clearBacklog/{subscription}", status_code=204)
 async def clear_backlog_sub(request: Request, tenant: str, namespace: str, subscription: str) -> Response:
     async def clear(a: Any, t: str) -> None:
-        if subscription in await request.app.state.broker_service.list_subscriptions(t):
+        if subscription in await a.topics.list_subscriptions(t):
             await a.topics.skip_all(t, subscription)
 
     await _for_each_topic(request, namespace_name(tenant, namespace), clear)
@@ -152,7 +152,7 @@ async def clear_backlog_sub(request: Request, tenant: str, namespace: str, subsc
 @router.post(NS + "/unsubscribe/{subscription}", status_code=204)
 async def unsubscribe_ns(request: Request, tenant: str, namespace: str, subscription: str) -> Response:
     async def unsub(a: Any, t: str) -> None:
-        if subscription in await request.app.state.broker_service.list_subscriptions(t):
+        if subscription in await a.topics.list_subscriptions(t):
             await a.topics.delete_subscription(t, subscription)
 
     await _for_each_topic(request, namespace_name(tenant, namespace), unsub)

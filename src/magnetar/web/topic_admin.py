@@ -93,13 +93,13 @@ async def create_missed_partitions(
 
 @router.put(TP + "/unload", status_code=204)
 async def unload(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> Response:
-    await _svc(request).unload_topic(topic_name(domain, tenant, namespace, topic))
+    await admin(request).topics.unload_topic(topic_name(domain, tenant, namespace, topic))
     return no_content()
 
 
 @router.get(TP + "/stats")
 async def stats(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> dict:
-    return await _svc(request).topic_stats(topic_name(domain, tenant, namespace, topic))
+    return await admin(request).topics.topic_stats(topic_name(domain, tenant, namespace, topic))
 
 
 @router.get(TP + "/partitioned-stats")
@@ -111,7 +111,7 @@ async def partitioned_stats(
     topic: str,
     perPartition: bool = True,  # noqa: N803
 ) -> dict:
-    return await _svc(request).partitioned_topic_stats(
+    return await admin(request).topics.partitioned_topic_stats(
         topic_name(domain, tenant, namespace, topic), per_partition=perPartition
     )
 
@@ -120,7 +120,7 @@ async def partitioned_stats(
 async def internal_stats(
     request: Request, domain: str, tenant: str, namespace: str, topic: str, metadata: bool = False
 ) -> dict:
-    return await _svc(request).internal_stats(topic_name(domain, tenant, namespace, topic), metadata)
+    return await admin(request).topics.internal_stats(topic_name(domain, tenant, namespace, topic), metadata)
 
 
 @router.get(TP + "/partitioned-internalStats")
@@ -136,7 +136,7 @@ async def partitioned_internal_stats(
     for i in range(n):
         pname = f"{name}-partition-{i}"
         try:
-            parts[pname] = await svc.internal_stats(pname)
+            parts[pname] = await admin(request).topics.internal_stats(pname)
         except Exception as exc:
             if getattr(exc, "http_status", 500) != 404:
                 raise
@@ -145,7 +145,7 @@ async def partitioned_internal_stats(
 
 @router.get(TP + "/subscriptions")
 async def subscriptions(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> list[str]:
-    return await _svc(request).list_subscriptions(topic_name(domain, tenant, namespace, topic))
+    return await admin(request).topics.list_subscriptions(topic_name(domain, tenant, namespace, topic))
 
 
 @router.put(TP + "/subscription/{subscription}", status_code=204)

@@ -7,6 +7,8 @@ import asyncio
 import pulsar
 import pytest
 
+from magnetar.broker.admin.topic_ops import TopicOps
+
 pytestmark = pytest.mark.compat
 
 
@@ -202,7 +204,7 @@ async def test_partitioned_topic_round_robin(broker) -> None:
     got = await _run(broker, fn)
     assert sorted(int(d) for _, d in got) == list(range(30))
     assert len({t for t, _ in got}) == 3
-    stats = await broker.service.partitioned_topic_stats("persistent://public/default/t-part")
+    stats = await TopicOps(broker.service).partitioned_topic_stats("persistent://public/default/t-part")
     assert stats["msgInCounter"] == 30 and stats["metadata"] == {"partitions": 3}
 
 
@@ -270,7 +272,7 @@ async def test_unload_makes_clients_reconnect_and_carry_on(broker) -> None:
         p = c.create_producer("t-unload", batching_enabled=False)
         for i in range(5):
             p.send(f"{i}".encode())
-        asyncio.run_coroutine_threadsafe(broker.service.unload_topic("t-unload"), loop).result(10)
+        asyncio.run_coroutine_threadsafe(TopicOps(broker.service).unload_topic("t-unload"), loop).result(10)
         for i in range(5, 10):
             p.send(f"{i}".encode())
         out = []

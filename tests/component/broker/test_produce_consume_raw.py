@@ -6,6 +6,7 @@ import asyncio
 
 from broker_harness import RawClient, running_broker
 
+from magnetar.broker.admin.topic_ops import TopicOps
 from magnetar.protocol import commands
 from magnetar.protocol.enums import AckType, ServerError
 from magnetar.protocol.enums import CommandType as T
@@ -25,7 +26,7 @@ async def test_producer_name_is_assigned_and_receipts_come_in_order(broker, raw)
     assert [r.command.sequence_id for r in receipts] == list(range(50))
     entries = [r.command.message_id.entryId for r in receipts]
     assert entries == list(range(50))  # a fresh topic starts at entry 0
-    stats = await broker.service.topic_stats(TOPIC)
+    stats = await TopicOps(broker.service).topic_stats(TOPIC)
     assert stats["msgInCounter"] == 50
     assert stats["publishers"][0]["producerName"] == name
 
@@ -182,7 +183,7 @@ async def test_cumulative_ack_moves_mark_delete(broker, raw) -> None:
     m = frames[2].command.message_id
     c.send(commands.ack(1, AckType.Cumulative, [MessageId(m.ledgerId, m.entryId)]))
     await asyncio.sleep(0.1)
-    stats = await broker.service.topic_stats(TOPIC)
+    stats = await TopicOps(broker.service).topic_stats(TOPIC)
     assert stats["subscriptions"]["cum"]["msgBacklog"] == 2
     assert stats["subscriptions"]["cum"]["consumers"][0]["unackedMessages"] == 2
 

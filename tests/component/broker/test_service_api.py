@@ -8,6 +8,7 @@ import pytest
 from broker_harness import RawClient, running_broker
 
 from magnetar.broker import errors
+from magnetar.broker.admin.topic_ops import TopicOps
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType as T
 
@@ -54,7 +55,7 @@ async def test_partitioned_topic_lifecycle(broker) -> None:
         await c.create_producer(f"{t}-partition-1")
         c.send_message(1, 0, b"x")
         await c.expect(T.SEND_RECEIPT)
-        stats = await svc.partitioned_topic_stats(t)
+        stats = await TopicOps(svc).partitioned_topic_stats(t)
         assert stats["msgInCounter"] == 1 and stats["metadata"] == {"partitions": 3}
         assert list(stats["partitions"]) == [f"{t}-partition-1"]
         with pytest.raises(errors.PreconditionFailedError):
@@ -85,24 +86,24 @@ async def test_non_partitioned_topic_admin(broker) -> None:
             c.send_message(2, seq, b"12345")
         for _ in range(3):
             await c.expect(T.SEND_RECEIPT)
-        stats = await svc.topic_stats(t)
+        stats = await TopicOps(svc).topic_stats(t)
         assert stats["msgInCounter"] == 3 and stats["bytesInCounter"] > 15
         assert stats["publishers"][0]["producerName"] == name
         sub = stats["subscriptions"]["sub-a"]
         assert sub["msgBacklog"] == 3 and sub["type"] == "Exclusive" and sub["isDurable"] is True
         assert sub["consumers"][0]["availablePermits"] == 0
-        assert await svc.list_subscriptions(t) == ["sub-a"]
-        internal = await svc.internal_stats(t)
+        assert await TopicOps(svc).list_subscriptions(t) == ["sub-a"]
+        internal = await TopicOps(svc).internal_stats(t)
         assert internal["numberOfEntries"] == 3
         with pytest.raises(errors.PreconditionFailedError):
             await svc.delete_topic(t)
     finally:
         await c.aclose()
-    await svc.unload_topic(t)
-    assert (await svc.topic_stats(t))["subscriptions"]["sub-a"]["msgBacklog"] == 3  # reloaded
+    await TopicOps(svc).unload_topic(t)
+    assert (await TopicOps(svc).topic_stats(t))["subscriptions"]["sub-a"]["msgBacklog"] == 3  # reloaded
     await svc.delete_topic(t)
     with pytest.raises(errors.TopicNotFoundError) as e:
-        await svc.topic_stats(t)
+        await TopicOps(svc).topic_stats(t)
     assert e.value.http_status == 404
     with pytest.raises(errors.TopicNotFoundError):
         await svc.delete_topic(t)
@@ -130,7 +131,7 @@ async def test_rates_are_sampled() -> None:
             for seq in range(50):
                 c.send_message(2, seq, b"x" * 100)
             await asyncio.sleep(1.3)
-            stats = await b.service.topic_stats(t)
+            stats = await TopicOps(b.service).topic_stats(t)
             assert stats["msgRateIn"] > 0 and stats["msgThroughputIn"] > stats["msgRateIn"]
             assert stats["publishers"][0]["msgRateIn"] > 0
             assert stats["subscriptions"]["s"]["msgRateOut"] > 0

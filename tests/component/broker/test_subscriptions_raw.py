@@ -6,6 +6,7 @@ import asyncio
 
 from broker_harness import RawClient
 
+from magnetar.broker.admin.topic_ops import TopicOps
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType as T
 from magnetar.protocol.enums import ServerError
@@ -157,7 +158,7 @@ async def test_reader_subscription_vanishes_with_its_consumer(broker, raw) -> No
     c.send(commands.close_consumer(1, 5))
     await c.expect(T.SUCCESS)
     assert "reader-x" not in topic.subscriptions
-    assert "reader-x" not in await broker.service.list_subscriptions(TOPIC)
+    assert "reader-x" not in await TopicOps(broker.service).list_subscriptions(TOPIC)
 
 
 async def test_last_message_id_empty_plain_and_batch(raw) -> None:
@@ -191,7 +192,7 @@ async def test_unsubscribe_deletes_the_cursor(broker, raw) -> None:
     await c.expect(T.SUCCESS)
     c.send(commands.unsubscribe(1, 72))
     await c.expect(T.SUCCESS)
-    assert "un" not in await broker.service.list_subscriptions(TOPIC)
+    assert "un" not in await TopicOps(broker.service).list_subscriptions(TOPIC)
 
 
 async def test_deleting_a_topic_closes_its_producers_and_consumers(broker, raw) -> None:

@@ -54,6 +54,11 @@ class FakeBroker:
         self.supervisor = TaskSupervisor(name)
         self.topics = FakeTopics()
         self.ns = ClusterNamespaceService(self)
+        self.dead = False  # killed: refuses connections (the dead-owner probe, .dead_owner)
+        self.ns.dead_owners.probe = self._accepts
+
+    async def _accepts(self, url: str) -> bool:
+        return not self.dead
 
     def broker_service_url(self, listener: str | None = None) -> str:
         return f"pulsar://{self.name}:6650"
@@ -211,3 +216,64 @@ async def test_graceful_shutdown_hands_every_bundle_over(brokers):
         assert answer.redirect and answer.owner.http_url != leaving.web_service_url()
         with pytest.raises(errors.ServiceNotReadyError):
             await leaving.ns.check_owned(ref)
+
+
+async def test_lookup_of_a_dead_owners_bundle_waits_for_its_lock_then_settles_elsewhere(brokers):
+    """kill -9: the owner refuses connections but its lock lives until its session expires.
+    A lookup meanwhile is held (not redirected to the dead broker, which would send the client
+    into its reconnect back-off) and answered with a live owner as soon as the lock goes."""
+    topic = f"persistent://{NS}/dead"
+    ref = parse_topic(topic)
+    owner = await settle(brokers, topic)
+    bundle = await owner.ns.bundle_of(ref)
+    other = next(b for b in brokers if b is not owner)
+    for b in brokers:  # every broker's probe sees the owner dead
+        b.ns.dead_owners.probe = lambda url, dead=owner.broker_service_url(): asyncio.sleep(0, url != dead)
+    lookup = asyncio.ensure_future(other.ns.lookup(ref))
+    await asyncio.sleep(0.3)
+    assert not lookup.done(), "held while the dead owner's lock is there"
+    store = owner.metadata_store
+    store._server.suspend_session(store.session_id)  # dead: it never registers again
+    store._server.expire_session(store.session_id)  # ZooKeeper expires the dead broker's session
+    answer = await asyncio.wait_for(lookup, 5)
+    assert answer.owner.http_url != owner.web_service_url()
+    new_owner = other if not answer.redirect else by_url(brokers, answer.owner.http_url)
+    if answer.redirect:
+        assert answer.authoritative and not (await new_owner.ns.lookup(ref, True)).redirect
+    assert new_owner.ns.ownership.is_owned(bundle)
+
+
+async def test_lookup_redirects_to_an_unreachable_owner_whose_lock_stays(brokers):
+    """Unreachable from here but alive (its session holds): after the hold, the usual redirect."""
+    topic = f"persistent://{NS}/partitioned-away"
+    ref = parse_topic(topic)
+    owner = await settle(brokers, topic)
+    other = next(b for b in brokers if b is not owner)
+    other.ns.dead_owners.hold_s = 0.3
+    other.ns.dead_owners.probe = lambda url: asyncio.sleep(0, False)
+    answer = await asyncio.wait_for(other.ns.lookup(ref), 5)
+    assert answer.redirect and answer.owner.http_url == owner.web_service_url()
+
+
+async def test_concurrent_lookups_while_this_broker_takes_the_bundle_all_connect(brokers, monkeypatch):
+    """The lock node exists (with our data) before the acquisition completes: a lookup or a
+    topic load reading it meanwhile waits for the acquisition instead of answering
+    ServiceNotReady ("held by an old session"), which sent clients into their back-off."""
+    b = brokers[0]
+    store = b.metadata_store
+    real_put = store.put
+
+    async def late_answer(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        stat = await real_put(*args, **kwargs)
+        await asyncio.sleep(0.05)  # ZooKeeper's answer arrives after the node is visible
+        return stat
+
+    monkeypatch.setattr(store, "put", late_answer)
+    refs = [parse_topic(f"persistent://{NS}/c{i}") for i in range(40)]
+    bundle = await b.ns.bundle_of(refs[0])
+    same = [r for r in refs if await b.ns.bundle_of(r) == bundle]
+    answers = await asyncio.gather(
+        *(b.ns.lookup(r, True) for r in same), *(b.ns.check_owned(r) for r in same), return_exceptions=True
+    )
+    assert [a for a in answers if isinstance(a, BaseException)] == []
+    assert all(not a.redirect for a in answers[: len(same)])

@@ -45,3 +45,31 @@ async def test_listeners_hear_both_stores() -> None:
         await asyncio.sleep(0.01)
     paths = {n.path for n in seen}
     assert "/admin/policies/t2" in paths and "/local/x" in paths
+
+
+async def test_configuration_session_loss_does_not_take_ownership_locks() -> None:
+    """A bundle-ownership lock (an ephemeral node of the local store) is lost with the local
+    session only: the configuration store's session expiring leaves it held."""
+    from magnetar.metadata.api import SessionEvent
+    from magnetar.metadata.coordination.lock import DistributedLock
+
+    shared, local = MemoryMetadataServer(name="configuration"), MemoryMetadataServer(name="local")
+    config_session, local_session = shared.session(), local.session()
+    store = ConfigurationRoutedStore(local_session, config_session)
+    heard: list[SessionEvent] = []
+    store.add_configuration_session_listener(heard.append)
+    lock = DistributedLock(store, "/namespace/t/ns/0x00000000_0xffffffff", b"broker-1")
+    assert await lock.try_acquire()
+
+    shared.expire_session(config_session.session_id)
+    for _ in range(50):
+        if heard:
+            break
+        await asyncio.sleep(0.01)
+    assert SessionEvent.SESSION_LOST in heard, "the configuration session's listeners hear it"
+    await asyncio.sleep(0.05)
+    assert lock.held, "a configuration-store session loss took a bundle lock"
+
+    local.expire_session(local_session.session_id)
+    lost = await lock.wait_lost(2.0)
+    assert "session" in lost.reason

@@ -28,6 +28,7 @@ from typing import Any
 from magnetar.broker.service.admission import QUOTA_BLOCKING
 from magnetar.broker.service.topic import PersistentTopic
 from magnetar.managed_ledger.api import ManagedLedgerError, Position
+from magnetar.protocol.errors import CorruptPayload
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ async def oldest_unacked_publish_ms(
             continue
         try:
             published = publish_time_of(entries[0].data)
-        except Exception:  # an entry without readable metadata does not age the backlog
+        except CorruptPayload:  # an entry without readable metadata does not age the backlog
             continue
         oldest = published if oldest is None else min(oldest, published)
     return oldest

@@ -1,6 +1,9 @@
-"""Topic-scoped admin operations: subscriptions, cursor moves, peek, terminate.
+"""Topic-scoped admin operations: stats, subscriptions, cursor moves, peek, unload, terminate.
 
-Theory of operation: each operation resolves the topic through the broker's
+Theory of operation: the one owner of what the admin API reads and does to a
+topic's state (creating, listing and deleting topics is the service's own
+``broker/service/admin.py``, which lookup, the registry and replication
+need).  Each operation resolves the topic through the broker's
 registry (``svc.topics.get_topic(ref, create=False)`` -- 404 when absent),
 refuses what Pulsar refuses (405 on a partitioned topic's base name where
 Pulsar does, 405 for non-persistent topics), then drives the managed
@@ -26,6 +29,8 @@ from magnetar.broker.admin import models as m
 from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
 from magnetar.broker.service.rates import expire_counted
+from magnetar.broker.service.stats import merge_topic_stats, topic_stats_dict
+from magnetar.broker.service.topic import PersistentTopic
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.payload import parse_headers_and_payload, peek_metadata
@@ -100,6 +105,77 @@ class TopicOps:
             await s.reset_to(position)
         else:
             await self._cursor(t, sub).reset_cursor(position)
+
+    # ------------------------------------------------------------ stats, unload
+    async def _existing_topic(self, topic: str) -> Any:
+        """A loaded (or loadable) non-partitioned topic of either kind; 404 otherwise."""
+        ref = parse_topic(topic)
+        await self._svc.require_namespace(ref.namespace)
+        if await self._svc.partitions_of(ref) is not None:
+            raise errors.TopicNotFoundError(
+                "Topic not found: it is a partitioned topic, use partitioned-stats"
+            )
+        try:
+            return await self._svc.topics.get_topic(ref, create=False)
+        except errors.TopicNotFoundError:
+            raise errors.TopicNotFoundError("Topic not found") from None
+
+    async def topic_stats(self, topic: str) -> dict:
+        """Pulsar's TopicStats (field names as Pulsar's), with the compaction figures."""
+        t = await self._existing_topic(topic)
+        out = topic_stats_dict(t, self._svc.web_service_url())
+        out["compaction"] = self._svc.compaction.stats_of(t.name)
+        return out
+
+    async def internal_stats(self, topic: str, metadata: bool = False) -> dict:
+        """The managed ledger's internal stats (all zero for a topic that stores nothing)."""
+        t = await self._existing_topic(topic)
+        if metadata and isinstance(t, PersistentTopic):
+            return await t.ml.internal_stats_with_metadata()
+        return t.internal_stats()
+
+    async def list_subscriptions(self, topic: str) -> list[str]:
+        """Subscription names, with or without consumers; a partitioned topic's over its partitions."""
+        ref = parse_topic(topic)
+        n = await self._svc.partitions_of(ref)
+        if n:
+            names: set[str] = set()
+            for i in range(n):
+                try:
+                    names.update(await self.list_subscriptions(ref.partition(i).full_name))
+                except errors.TopicNotFoundError:
+                    pass
+            return sorted(names)
+        t = await self._existing_topic(topic)
+        return sorted(set(t.subscriptions) | set(t.stored_cursors))
+
+    async def partitioned_topic_stats(self, topic: str, per_partition: bool = True) -> dict:
+        """The partitions' stats merged (Pulsar's PartitionedTopicStats)."""
+        ref = parse_topic(topic)
+        await self._svc.require_namespace(ref.namespace)
+        n = await self._svc.partitions_of(ref)
+        if n is None:
+            raise errors.TopicNotFoundError("Partitioned Topic not found")
+        per: dict[str, dict] = {}
+        for i in range(n):
+            p = ref.partition(i)
+            try:
+                t = await self._svc.topics.get_topic(p, create=False)
+            except errors.TopicNotFoundError:
+                continue
+            per[p.full_name] = topic_stats_dict(t, self._svc.web_service_url())
+        out = merge_topic_stats(list(per.values()))
+        out["metadata"] = {"partitions": n}
+        out["partitions"] = per if per_partition else {}
+        return out
+
+    async def unload_topic(self, topic: str) -> None:
+        """Close the topic (each partition of a partitioned one); clients reconnect."""
+        ref = parse_topic(topic)
+        n = await self._svc.partitions_of(ref)
+        refs = [ref.partition(i) for i in range(n)] if n else [ref]
+        for r in refs:
+            await self._svc.topics.unload(r)
 
     # ------------------------------------------------------------ subscriptions
     async def create_subscription(self, topic: str, sub: str, start: m.ResetCursorData | None) -> None:

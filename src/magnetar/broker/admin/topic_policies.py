@@ -357,7 +357,7 @@ class PolicyEnforcer:
             idle.clear()
             return
         now_ms = self._svc.clock.time_ms()
-        names = set(topic.ml.cursors) | set(topic.subscriptions)
+        names = set(topic.stored_cursors) | set(topic.subscriptions)
         for name in list(idle):
             if name not in names:
                 del idle[name]
@@ -416,7 +416,7 @@ class PolicyEnforcer:
                 continue
             cursors = {
                 n: c
-                for n, c in topic.ml.cursors.items()
+                for n, c in topic.stored_cursors.items()
                 if getattr(c, "durable", True) and not n.startswith("pulsar.")
             }
             if pol.get("inactiveTopicDeleteMode") == "delete_when_subscriptions_caught_up":

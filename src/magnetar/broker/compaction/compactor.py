@@ -65,6 +65,7 @@ from magnetar.managed_ledger.api import (
     ManagedLedgerError,
     Position,
 )
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.payload import peek_metadata
 from magnetar.protocol.txn_markers import txn_of
 from magnetar.runtime import Clock
@@ -374,6 +375,6 @@ def _aborted(txn: TxnView, stored: bytes) -> bool:
     """Whether the entry belongs to an aborted transaction (never part of the compacted view)."""
     try:
         ids = txn_of(peek_metadata(stored))
-    except Exception:  # unparseable: parse_entry counts it as corrupt
+    except CorruptPayload:  # unparseable: parse_entry counts it as corrupt
         return False
     return ids is not None and txn.is_aborted(*ids)

@@ -7,7 +7,9 @@ Theory of operation (the design section of docs/broker-house.md says more):
 * Ownership: :class:`~.ownership.BundleOwnership` (ephemeral lock per bundle).
 * Lookup of topic T on this broker, bundle B = crc32(T)'s range:
   1. we hold B -> ``Connect``;
-  2. someone else holds B -> ``Redirect`` to the owner's URLs;
+  2. someone else holds B -> ``Redirect`` to the owner's URLs -- unless the
+     owner refuses connections (killed): then the lookup waits for its lock
+     to expire and goes on as 3. (:mod:`.dead_owner`);
   3. nobody holds B: unless the lookup is ``authoritative``, choose a live
      broker (:func:`.placement.choose_broker`: fewest owned bundles); another
      broker chosen -> ``Redirect`` with ``authoritative=true`` (the client
@@ -51,6 +53,7 @@ from magnetar.broker.ownership.api import (
     self_owner_data,
 )
 from magnetar.broker.ownership.bundles import NamespaceBundle
+from magnetar.broker.ownership.dead_owner import DeadOwnerWatch
 from magnetar.broker.ownership.ownership import OWNERSHIP_ROOT, BundleOwnership, OwnerData
 from magnetar.broker.ownership.placement import (
     choose_broker,
@@ -60,6 +63,7 @@ from magnetar.broker.ownership.placement import (
 )
 from magnetar.broker.ownership.registry import BrokerInfo, BrokerRegistry
 from magnetar.metadata.api import MetadataError
+from magnetar.metadata.factory import DEFAULT_SESSION_TIMEOUT_MS
 from magnetar.runtime import TaskSupervisor, wait_for
 
 if TYPE_CHECKING:
@@ -88,6 +92,9 @@ class ClusterNamespaceService:
         )
         self.registry = BrokerRegistry(
             svc.metadata_store, self._broker_info, clock=svc.clock, supervisor=self._supervisor
+        )
+        self.dead_owners = DeadOwnerWatch(
+            svc.clock, getattr(svc.metadata_store, "session_timeout_ms", DEFAULT_SESSION_TIMEOUT_MS)
         )
         self._unloading: dict[NamespaceBundle, asyncio.Event] = {}
         self._update_pending = False
@@ -198,8 +205,15 @@ class ClusterNamespaceService:
                 return LookupResult(me, redirect=False)
             owner = await self.ownership.owner_of(bundle)
             if owner is not None:
-                if owner.http_url == me.http_url:  # an earlier session of ours: wait for its expiry
+                if owner.http_url == me.http_url:
+                    if await self.ownership.settled_here(bundle):  # our acquisition was under way
+                        return LookupResult(me, redirect=False)
+                    # an earlier session of ours: wait for its expiry
                     raise errors.ServiceNotReadyError(f"bundle {bundle.name} is still held by an old session")
+                if not await self.dead_owners.reachable(owner) and await self.dead_owners.wait_gone(
+                    bundle, lambda: self.ownership.owner_of(bundle), owner
+                ):
+                    continue  # the dead owner's lock went: place the bundle afresh (.dead_owner)
                 return LookupResult(owner, redirect=True)
             if self._draining:  # never take a bundle while shutting down
                 chosen = await self._choose(bundle, avoid_self=True)
@@ -220,6 +234,8 @@ class ClusterNamespaceService:
         brokers = [mine if b.broker_id == mine.broker_id else b for b in brokers]  # our count is fresher
         if avoid_self:
             brokers = [b for b in brokers if b.broker_id != mine.broker_id]
+        alive = [b for b in brokers if not self.dead_owners.seen_dead(b.pulsar_service_url)]
+        brokers = alive or brokers
         hint = await read_unload_hint(self._svc.metadata_store, bundle)
         if hint.destination is not None:
             for b in brokers:
@@ -242,11 +258,11 @@ class ClusterNamespaceService:
             raise errors.ServiceNotReadyError(f"Namespace bundle {bundle.name} is being unloaded")
         if self.ownership.is_owned(bundle):
             return
-        if (
-            not self._draining
-            and await self.ownership.owner_of(bundle) is None
-            and await self.ownership.try_acquire(bundle)
-        ):
+        owner = await self.ownership.owner_of(bundle)
+        if owner is not None and owner.http_url == self.self_data().http_url:
+            if await self.ownership.settled_here(bundle):  # our acquisition was under way
+                return
+        elif owner is None and not self._draining and await self.ownership.try_acquire(bundle):
             return
         raise errors.ServiceNotReadyError(f"Namespace bundle {bundle.name} is not owned by this broker")
 

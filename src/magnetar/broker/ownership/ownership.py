@@ -112,6 +112,18 @@ class BundleOwnership:
         got = await self._store.get(ownership_path(bundle))
         return OwnerData.from_json(got.value) if got is not None else None
 
+    async def settled_here(self, bundle: NamespaceBundle) -> bool:
+        """After our own lock data was read from the store: wait for our acquisition of
+        ``bundle`` if one is running (its lock node exists before it is in the held set);
+        True when we own the bundle then."""
+        pending = self._acquiring.get(bundle)
+        if pending is not None:
+            try:
+                return await asyncio.shield(pending)
+            except Exception:  # the acquisition failed: not ours
+                return False
+        return self.is_owned(bundle)
+
     # -- acquire / release -----------------------------------------------------------------------
     async def try_acquire(self, bundle: NamespaceBundle) -> bool:
         """Takes the bundle if nobody holds it; True when we own it afterwards."""

@@ -4,7 +4,9 @@ Theory of operation: a :class:`RemoteProducer` is one TCP connection to a
 broker of the remote cluster driven through the sans-IO
 :class:`~magnetar.protocol.client_connection.ClientConnection`:
 
-    open():  TCP connect -> CONNECT/CONNECTED -> LOOKUP (a Redirect answer
+    open():  TCP connect (a multi-host ``pulsar://h1:p1,h2:p2`` -- a cluster
+             registered with every broker -- is tried host by host until one
+             answers) -> CONNECT/CONNECTED -> LOOKUP (a Redirect answer
              reconnects to the named broker, at most MAX_REDIRECTS times)
              -> PRODUCER (name ``pulsar.repl.<local cluster>``) -> PRODUCER_SUCCESS
     schema_version_for(schema): GET_OR_CREATE_SCHEMA -> the remote's version
@@ -101,9 +103,8 @@ class RemoteProducer:
 
     # ------------------------------------------------------------ open
     async def open(self) -> None:
-        url = self.service_url
+        await self._connect_any(self.service_url)
         for _ in range(MAX_REDIRECTS + 1):
-            await self._connect(url)
             frame = await self._request(
                 CommandType.LOOKUP, lambda rid: client_commands.lookup(self.topic, rid, authoritative=True)
             )
@@ -111,7 +112,7 @@ class RemoteProducer:
             if cmd.response == LookupType.Redirect and cmd.brokerServiceUrl:
                 await self.close("redirected")
                 self._closed = asyncio.Event()
-                url = cmd.brokerServiceUrl
+                await self._connect(cmd.brokerServiceUrl)
                 continue
             break
         else:
@@ -123,6 +124,23 @@ class RemoteProducer:
             ),
         )
         self.connected_since_ms = self.clock.time_ms()
+
+    async def _connect_any(self, url: str) -> str:
+        """Connect to the first host of a (multi-host) service URL that answers; its URL."""
+        scheme, sep, hosts = url.partition("://")
+        candidates = [f"{scheme}://{h.strip()}" for h in hosts.split(",") if h.strip()] if sep else [url]
+        failure: RemoteProducerError | None = None
+        for candidate in candidates or [url]:
+            try:
+                await self._connect(candidate)
+                return candidate
+            except RemoteProducerError as exc:
+                failure = exc
+                await self.close("trying the next host")
+                self._closed = asyncio.Event()
+                self.failure = None
+        assert failure is not None
+        raise failure
 
     async def _connect(self, url: str) -> None:
         parsed = urlparse(url)

@@ -18,9 +18,14 @@ never replicate.
   closed and their cursors deleted (Pulsar's removeReplicator); a topic whose
   replication clusters are set and no longer name the local cluster is
   deleted here, forcefully (Pulsar's checkReplication: removing a cluster
-  from a namespace's clusters removes that namespace's topics in it).
+  from a namespace's clusters removes that namespace's topics in it), and
+  :meth:`check_creation_allowed` keeps it from being created again.
 * A topic owns its replicators (``topic.replicators``) and closes them before
   its managed ledger (``PersistentTopic.close``).
+
+A replicator sends at most at the topic's ``replicatorDispatchRate`` (topic
+level, else namespace), else at the broker's defaults
+``dispatchThrottlingRatePerReplicatorInMsg``/``InByte`` (0: unlimited).
 
 Each replicator's task is the service's: it is spawned on the broker's
 supervisor with ``on_error`` pointing back here, so a replicator that dies of
@@ -32,7 +37,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-from magnetar.broker.errors import BrokerError
+from magnetar.broker.config import ConfigError
+from magnetar.broker.errors import BrokerError, PreconditionFailedError
 from magnetar.broker.replication.replicator import REPLICATOR_PREFIX, Replicator, cursor_name
 from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
 from magnetar.broker.resources.base import JsonStore
@@ -49,6 +55,7 @@ from magnetar.protocol.wire import WireSchema
 if TYPE_CHECKING:
     import asyncio
 
+    from magnetar.broker.service.names import TopicRef
     from magnetar.broker.service.topic import PersistentTopic
 
 log = logging.getLogger(__name__)
@@ -57,6 +64,22 @@ SYSTEM_NAMESPACES = frozenset({"pulsar/system"})
 DEFAULT_CHECK_INTERVAL_MS = 1000
 DEFAULT_SNAPSHOT_FREQUENCY_MS = 1000
 DEFAULT_SNAPSHOT_TIMEOUT_S = 30
+
+
+def default_replicator_rate(props: dict[str, Any]) -> DispatchRate:
+    """The broker-wide replicator rate (``dispatchThrottlingRatePerReplicatorInMsg`` and
+    ``...InByte``, per second; 0 or less: unlimited); ConfigError names a bad value."""
+    values = {}
+    for key, field_ in (
+        ("dispatchThrottlingRatePerReplicatorInMsg", "dispatchThrottlingRateInMsg"),
+        ("dispatchThrottlingRatePerReplicatorInByte", "dispatchThrottlingRateInByte"),
+    ):
+        raw = str(props.get(key) or "0").strip()
+        try:
+            values[field_] = int(raw)
+        except ValueError:
+            raise ConfigError(f"{key}={raw!r}: expected a whole number (per second; 0 = unlimited)") from None
+    return DispatchRate.from_policy({**values, "ratePeriodInSecond": 1})
 
 
 class InboundReplication(Protocol):
@@ -93,14 +116,24 @@ class ReplicationService:
         self.snapshot_timeout_s = float(
             props.get("replicatedSubscriptionsSnapshotTimeoutSeconds") or DEFAULT_SNAPSHOT_TIMEOUT_S
         )
+        self.default_replicator_rate = default_replicator_rate(props)
+
+    def replicator_rate(self, topic: PersistentTopic) -> DispatchRate:
+        """The rate a replicator of ``topic`` sends at: the topic's ``replicatorDispatchRate``
+        (topic level, else namespace), else the broker's
+        ``dispatchThrottlingRatePerReplicatorInMsg``/``InByte`` (0: unlimited), as Pulsar."""
+        doc = topic.policies.replicator_dispatch_rate
+        return DispatchRate.from_policy(doc) if doc else self.default_replicator_rate
 
     # ------------------------------------------------------------ policy
     async def configured_clusters(self, topic: PersistentTopic) -> list[str]:
         """The replication clusters set for ``topic`` (topic level, else namespace), local
         included; empty when none are set (or for system topics)."""
+        return await self.configured_clusters_for(topic.ref)
+
+    async def configured_clusters_for(self, ref: TopicRef) -> list[str]:
         from magnetar.broker.service.policies import topic_policies_path  # service imports us
 
-        ref = topic.ref
         if ref.namespace in SYSTEM_NAMESPACES or ref.local_name.startswith("__"):
             return []
         doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(ref)) or {}
@@ -109,6 +142,18 @@ class ReplicationService:
             policies = await self._svc.resources.namespaces.get(ref.namespace) or {}
             clusters = policies.get("replication_clusters") or []
         return sorted(set(clusters))
+
+    async def check_creation_allowed(self, ref: TopicRef) -> None:
+        """Before a new persistent topic is created here: refused (412 / NotAllowed) when its
+        replication clusters are set and do not name this cluster, as Pulsar refuses it -- so a
+        copy deleted because this cluster left the namespace's (or the topic's) clusters is not
+        created again by a client that reconnects, or by the remote cluster's replicator."""
+        clusters = await self.configured_clusters_for(ref)
+        if clusters and self.local_cluster not in clusters:
+            raise PreconditionFailedError(
+                f"Namespace missing local cluster name in clusters list: local_cluster="
+                f"{self.local_cluster} ns={ref.namespace} clusters={clusters}"
+            )
 
     async def clusters_of(self, topic: PersistentTopic) -> list[str]:
         """The remote clusters ``topic`` replicates to (empty: none)."""
@@ -159,7 +204,7 @@ class ReplicationService:
             max_pending=self.max_pending,
             prefix=self.prefix,
             credentials=self.credentials,
-            rate_of=lambda: DispatchRate.from_policy(topic.policies.replicator_dispatch_rate),
+            rate_of=lambda: self.replicator_rate(topic),
             schema_of=lambda version: self._schema_of(topic.name, version),
         )
         topic.replicators[remote] = replicator

@@ -27,8 +27,16 @@ acknowledged in A since the last snapshot -- about one snapshot interval --
 and skips nothing.  Markers never reach consumers: the dispatcher acknowledges
 server-only markers instead of delivering them.
 
-Limits: snapshots are kept in memory (at most ``MAX_SNAPSHOTS`` per topic);
-after A restarts, the next snapshot (one interval later) takes over.
+What survives a restart is what Pulsar keeps: the markers are entries of the
+topic, so the snapshots are too.  The list above is a cache (at most
+``MAX_SNAPSHOTS`` per topic); a controller created after the topic was loaded
+again (a broker restart, an unload) first rebuilds it (:meth:`restore`) from
+the SNAPSHOT markers stored in the topic, reading from up to
+``RESTORE_BEHIND_ENTRIES`` entries before the lowest replicated mark-delete
+position (in its ledger: the last snapshot a cursor already passed, whose
+UPDATE is sent again -- harmless, B ignores a position it has passed) to at
+most ``RESTORE_MAX_ENTRIES`` entries in all.  Snapshots beyond that window are
+not recovered: the next snapshot taken replaces them.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ from typing import TYPE_CHECKING
 
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
 from magnetar.protocol import markers as mk
+from magnetar.protocol.errors import ProtocolError
+from magnetar.protocol.payload import parse_headers_and_payload
 
 if TYPE_CHECKING:
     from magnetar.broker.service.topic import PersistentTopic
@@ -49,6 +59,9 @@ log = logging.getLogger(__name__)
 
 REPLICATED_PROPERTY = "pulsar.replicated.subscription"
 MAX_SNAPSHOTS = 1000
+RESTORE_BEHIND_ENTRIES = 1000
+RESTORE_MAX_ENTRIES = 20_000
+RESTORE_BATCH_ENTRIES = 500
 
 
 @dataclass
@@ -79,8 +92,9 @@ class ReplicatedSubscriptions:
         self.last_update: dict[str, Position] = {}  # subscription -> sA of its last UPDATE
         self.inbound_markers = 0  # marker entries the replicators wrote here (not "new messages")
         self._published_at_last_snapshot = -1
+        self.restored = False  # the snapshots stored in the topic were read back (restore)
         self.counters = {"snapshots_started": 0, "snapshots_completed": 0, "snapshots_timed_out": 0,
-                         "updates_sent": 0, "updates_applied": 0}  # fmt: skip
+                         "updates_sent": 0, "updates_applied": 0, "snapshots_restored": 0}  # fmt: skip
 
     # ------------------------------------------------------------ subscriptions
     def replicated_names(self) -> list[str]:
@@ -123,6 +137,8 @@ class ReplicatedSubscriptions:
         names = self.replicated_names()
         if not names:
             return
+        if not self.restored:
+            await self.restore(names)
         now = self.clock.time_ms()
         if self.pending is not None and now - self.pending.started_ms > self.snapshot_timeout_ms:
             log.info("snapshot %s of %s timed out", self.pending.snapshot_id, self.topic.name)
@@ -157,6 +173,40 @@ class ReplicatedSubscriptions:
             floor = min((self.last_update.get(n, Position(-1, -1)) for n in names), default=Position(-1, -1))
             keep = [s for s in self.snapshots if s[0] >= floor]  # the one reached stays: later acks
             self.snapshots = keep[-MAX_SNAPSHOTS:]
+
+    # ------------------------------------------------------------ after a restart
+    async def restore(self, names: list[str]) -> None:
+        """Read the SNAPSHOT markers stored in the topic back into ``snapshots`` (see the module
+        docstring for the window read)."""
+        self.restored = True
+        ml = self.topic.ml
+        floors = [ml.cursors[n].mark_delete_position for n in names if n in ml.cursors]
+        if not floors:
+            return
+        floor = min(floors)
+        pos = Position(floor.ledger_id, max(0, floor.entry_id - RESTORE_BEHIND_ENTRIES))
+        found: dict[Position, dict[str, mk.Pos]] = {}
+        scanned = 0
+        while scanned < RESTORE_MAX_ENTRIES and pos <= ml.last_confirmed_entry:
+            try:
+                entries = await ml.read_entries_from(pos, RESTORE_BATCH_ENTRIES)
+            except ManagedLedgerError as exc:
+                log.info("reading the snapshots of %s back failed: %s", self.topic.name, exc)
+                break
+            if not entries:
+                break
+            for entry in entries:
+                snapshot = _snapshot_of(entry.data)
+                if snapshot is not None:
+                    found[entry.position] = snapshot
+            scanned += len(entries)
+            pos = entries[-1].position.next()
+        known = {p for p, _ in self.snapshots}
+        merged = self.snapshots + [(p, c) for p, c in found.items() if p not in known]
+        self.snapshots = sorted(merged, key=lambda s: s[0])[-MAX_SNAPSHOTS:]
+        self.counters["snapshots_restored"] += len(found)
+        if found:
+            log.info("%s: %d replicated-subscription snapshots read back", self.topic.name, len(found))
 
     # ------------------------------------------------------------ markers from other clusters
     async def received(self, marker_type: int, payload: bytes) -> None:
@@ -205,3 +255,19 @@ class ReplicatedSubscriptions:
         if sub is not None and sub.dispatcher is not None:
             sub.dispatcher.forget_up_to(position)
             sub.dispatcher.notify()
+
+
+def _snapshot_of(stored: bytes) -> dict[str, mk.Pos] | None:
+    """The cluster positions of a stored SNAPSHOT marker entry, None for anything else."""
+    try:
+        parsed = parse_headers_and_payload(stored, verify=False)
+    except ProtocolError:
+        return None
+    meta = parsed.metadata
+    if not meta.HasField("marker_type") or meta.marker_type != mk.SNAPSHOT:
+        return None
+    try:
+        marker = mk.decode(mk.SNAPSHOT, parsed.payload)
+    except (ProtocolError, ValueError):
+        return None
+    return dict(marker.clusters) if isinstance(marker, mk.Snapshot) else None

@@ -31,11 +31,15 @@ async def initialize_cluster(
     service_url: str,
     broker_service_url: str,
     num_bundles: int = 4,
+    *,
+    refresh_urls: bool = True,
 ) -> None:
     """Create cluster, tenants ``public``/``pulsar`` and namespaces if absent.
 
-    The cluster's URLs are refreshed when they changed (a standalone restarted on
-    another port must not advertise the old one).
+    With ``refresh_urls`` the cluster's URLs are refreshed when they changed (a standalone
+    restarted on another port must not advertise the old one); a broker of a multi-broker
+    cluster passes False, as Pulsar's brokers never rewrite their cluster's registration (it
+    names every broker, and the last broker to start must not replace it with itself).
     """
     data = cluster_data(service_url, broker_service_url)
     current = await resources.clusters.get(cluster)
@@ -44,7 +48,7 @@ async def initialize_cluster(
             await resources.clusters.create(cluster, data)
         except AlreadyExistsError:
             pass
-    elif any(current.get(k) != v for k, v in data.items()):
+    elif refresh_urls and any(current.get(k) != v for k, v in data.items()):
         await resources.clusters.put(cluster, {**current, **data})
     for tenant in (DEFAULT_TENANT, SYSTEM_TENANT):
         if not await resources.tenants.exists(tenant):

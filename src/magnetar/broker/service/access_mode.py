@@ -80,6 +80,7 @@ class ProducerAccess:
             self._take_epoch(producer)
             return True
         if mode == WAIT_FOR_EXCLUSIVE:
+            self._check_epoch(producer)  # a fenced holder reconnecting is refused, not queued
             if not attached and not self.waiting:
                 self._take_epoch(producer)
                 return True

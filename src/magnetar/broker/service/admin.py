@@ -1,7 +1,14 @@
-"""Topic administration for the HTTP layer: partitioned metadata, create, list, delete, stats.
+"""Topic lifecycle: partitioned metadata, create, list, delete -- what the service itself needs.
 
-Theory of operation: a mixin of :class:`BrokerService` holding the operations
-``web`` calls (the service API in ``magnetar.broker``'s docstring).  Each one
+Theory of operation: a mixin of :class:`BrokerService` holding the topic
+operations the service layer uses itself -- lookup answers partitioned
+metadata, the registry enforces ``maxTopicsPerNamespace`` and lists topics,
+replication and inactive-topic policies delete topics -- and the HTTP layer
+calls for creating, listing and deleting (the service API in
+``magnetar.broker``'s docstring).  Everything else about a topic's state
+(stats, internal stats, subscriptions, cursor moves, peek, unload,
+terminate) is ``broker.admin.topic_ops``: one owner, driving the service
+through ``BrokerServiceView``.  Each operation here
 validates the name, checks that the namespace exists (404 otherwise), then
 works on the partitioned-topic metadata and the topic registry.  Errors are
 ``broker.errors`` types carrying the HTTP status Pulsar answers with.
@@ -14,7 +21,7 @@ absent topic gets metadata with the default partition count first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from magnetar.broker import errors
 from magnetar.broker.service.names import (
@@ -25,10 +32,6 @@ from magnetar.broker.service.names import (
     parse_topic,
     topic_ref,
 )
-from magnetar.broker.service.stats import merge_topic_stats, topic_stats_dict
-
-if TYPE_CHECKING:
-    from magnetar.broker.service.topic import PersistentTopic
 
 
 class TopicAdmin:
@@ -214,72 +217,6 @@ class TopicAdmin:
             clusters = sorted(t.replicators) if t is not None else []
             if clusters:
                 raise errors.BadRequestError(f"Delete forbidden topic is replicated on clusters {clusters}")
-
-    async def unload_topic(self, topic: str) -> None:
-        ref = parse_topic(topic)
-        n = await self.partitions_of(ref)
-        refs = [ref.partition(i) for i in range(n)] if n else [ref]
-        for r in refs:
-            await self.topics.unload(r)
-
-    # ------------------------------------------------------------ stats
-    async def _existing_topic(self, topic: str) -> PersistentTopic:
-        ref = parse_topic(topic)
-        await self.require_namespace(ref.namespace)
-        if await self.partitions_of(ref) is not None:
-            raise errors.TopicNotFoundError(
-                "Topic not found: it is a partitioned topic, use partitioned-stats"
-            )
-        try:
-            return await self.topics.get_topic(ref, create=False)
-        except errors.TopicNotFoundError:
-            raise errors.TopicNotFoundError("Topic not found") from None
-
-    async def topic_stats(self, topic: str) -> dict:
-        t = await self._existing_topic(topic)
-        out = topic_stats_dict(t, self.web_service_url())
-        out["compaction"] = self.compaction.stats_of(t.name)
-        return out
-
-    async def internal_stats(self, topic: str, metadata: bool = False) -> dict:
-        ml = (await self._existing_topic(topic)).ml
-        with_metadata = getattr(ml, "internal_stats_with_metadata", None)  # none: non-persistent
-        if metadata and with_metadata is not None:
-            return await with_metadata()
-        return ml.internal_stats()
-
-    async def list_subscriptions(self, topic: str) -> list[str]:
-        ref = parse_topic(topic)
-        n = await self.partitions_of(ref)
-        if n:
-            names: set[str] = set()
-            for i in range(n):
-                try:
-                    names.update(await self.list_subscriptions(ref.partition(i).full_name))
-                except errors.TopicNotFoundError:
-                    pass
-            return sorted(names)
-        t = await self._existing_topic(topic)
-        return sorted(set(t.subscriptions) | set(t.ml.cursors))
-
-    async def partitioned_topic_stats(self, topic: str, per_partition: bool = True) -> dict:
-        ref = parse_topic(topic)
-        await self.require_namespace(ref.namespace)
-        n = await self.partitions_of(ref)
-        if n is None:
-            raise errors.TopicNotFoundError("Partitioned Topic not found")
-        per: dict[str, dict] = {}
-        for i in range(n):
-            p = ref.partition(i)
-            try:
-                t = await self.topics.get_topic(p, create=False)
-            except errors.TopicNotFoundError:
-                continue
-            per[p.full_name] = topic_stats_dict(t, self.web_service_url())
-        out = merge_topic_stats(list(per.values()))
-        out["metadata"] = {"partitions": n}
-        out["partitions"] = per if per_partition else {}
-        return out
 
     def web_service_url(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError

@@ -24,7 +24,7 @@ from magnetar.protocol.enums import SubType
 
 if TYPE_CHECKING:
     from magnetar.broker.service.connection import Connection
-    from magnetar.broker.service.topic import PersistentTopic
+    from magnetar.broker.service.topic_base import BaseTopic
 
 
 class ProducerBlockedQuotaExceededError(errors.BrokerError):
@@ -54,9 +54,9 @@ QUOTA_BLOCKING = ("producer_exception", "producer_request_hold")
 SUB_TYPE_NAMES = {t.value: t.name for t in SubType}  # Pulsar's names, from the protocol enum
 
 
-def check_producer(topic: PersistentTopic) -> None:
+def check_producer(topic: BaseTopic) -> None:
     """Raise when a new producer may not attach: terminated topic, backlog quota, max producers."""
-    if topic.ml.is_terminated:
+    if topic.terminated:
         raise errors.TopicTerminatedError(f"Topic {topic.name} was already terminated")
     pol = topic.policies
     quota = pol.backlog_quota or {}
@@ -80,7 +80,7 @@ def check_producer(topic: PersistentTopic) -> None:
         raise errors.ProducerBusyError(f"Topic '{topic.name}' reached max producers limit")
 
 
-def check_subscribe(topic: PersistentTopic, subscription: str, sub_type: int) -> None:
+def check_subscribe(topic: BaseTopic, subscription: str, sub_type: int) -> None:
     """Raise when a new consumer may not attach: type disabled, max consumers."""
     pol = topic.policies
     enabled = pol.subscription_types_enabled
@@ -88,7 +88,7 @@ def check_subscribe(topic: PersistentTopic, subscription: str, sub_type: int) ->
     if enabled and name not in enabled:
         raise errors.NotAllowedError(f"Subscription type {name} is not enabled on topic {topic.name}")
     subs = topic.subscriptions
-    cursors = topic.ml.cursors
+    cursors = topic.stored_cursors
     is_new = subscription not in subs and subscription not in cursors
     auto_sub = pol.auto_subscription_creation
     if is_new and auto_sub is not None and not auto_sub.get("allowAutoSubscriptionCreation", True):
@@ -112,7 +112,7 @@ def check_subscribe(topic: PersistentTopic, subscription: str, sub_type: int) ->
 SUBSCRIBE_RATE_KEYS_MAX = 10_000  # bound on the per-topic table of consumer identities
 
 
-def check_subscribe_rate(topic: PersistentTopic, host: str, consumer_name: str) -> None:
+def check_subscribe_rate(topic: BaseTopic, host: str, consumer_name: str) -> None:
     """``subscribeRate``: at most ``subscribeThrottlingRatePerConsumer`` subscribes per
     ``ratePeriodInSecond`` by one consumer identity (client host + consumer name; Pulsar
     adds the consumer id, which the official clients change on every new consumer)."""
@@ -134,14 +134,14 @@ def check_subscribe_rate(topic: PersistentTopic, host: str, consumer_name: str) 
     window[1] += 1
 
 
-def check_producer_encryption(topic: PersistentTopic, encrypted: bool) -> None:
+def check_producer_encryption(topic: BaseTopic, encrypted: bool) -> None:
     """``encryption_required``: a producer that does not encrypt is refused (Pulsar's answer)."""
     if topic.policies.encryption_required and not encrypted:
         raise errors.MetadataStoreError(f"Encryption is required in {topic.name}")
 
 
 def check_send(
-    topic: PersistentTopic, encrypted: bool, size_bytes: int, is_chunk: bool
+    topic: BaseTopic, encrypted: bool, size_bytes: int, is_chunk: bool
 ) -> SendRejectedError | None:
     """The per-message policies: topic ``maxMessageSize`` (not for chunks, as in Pulsar) and
     ``encryption_required`` (a producer created before it was set)."""
@@ -156,32 +156,32 @@ def check_send(
     return None
 
 
-def unacked_limit_on_consumer(topic: PersistentTopic, default: int) -> int:
+def unacked_limit_on_consumer(topic: BaseTopic, default: int) -> int:
     value = topic.policies.max_unacked_messages_on_consumer
     return default if value is None else value
 
 
-def unacked_limit_on_subscription(topic: PersistentTopic, default: int) -> int:
+def unacked_limit_on_subscription(topic: BaseTopic, default: int) -> int:
     """Effective ``maxUnackedMessagesOnSubscription`` (topic > namespace), else ``default``."""
     value = topic.policies.max_unacked_messages_on_subscription
     return default if value is None else value
 
 
-def delayed_delivery_active(topic: PersistentTopic) -> bool:
+def delayed_delivery_active(topic: BaseTopic) -> bool:
     """False when the effective ``delayedDelivery`` policy says ``active: false``."""
     pol = topic.policies.delayed_delivery
     return True if not pol else bool(pol.get("active", True))
 
 
-def topic_policies_of(topic: PersistentTopic) -> JsonObject | None:
+def topic_policies_of(topic: BaseTopic) -> JsonObject | None:
     """The topic's own policies document (TopicPolicies JSON) as the enforcer last read it."""
     return topic.policies.topic_document
 
 
-def backlog_bytes(topic: PersistentTopic) -> int:
+def backlog_bytes(topic: BaseTopic) -> int:
     """The topic's backlog size: the largest over its durable cursors (Pulsar's backlogSize)."""
     sizes = [
-        c.estimated_backlog_size_bytes() for c in topic.ml.cursors.values() if getattr(c, "durable", True)
+        c.estimated_backlog_size_bytes() for c in topic.stored_cursors.values() if getattr(c, "durable", True)
     ]
     return max(sizes, default=0)
 
@@ -207,7 +207,7 @@ def current_window(window: RateWindow | None, now_s: float) -> RateWindow:
     return window
 
 
-def throttle_publish(topic: PersistentTopic, cnx: Connection, n_messages: int, n_bytes: int) -> None:
+def throttle_publish(topic: BaseTopic, cnx: Connection, n_messages: int, n_bytes: int) -> None:
     """Publish rate limit (Pulsar's ``publishRate`` policy): count this publish in the topic's
     one-second window; once the window's message or byte budget is spent, stop reading from
     this connection until the window ends (Pulsar disables auto-read the same way)."""

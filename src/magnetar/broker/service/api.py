@@ -5,7 +5,10 @@ protocols, not through the concrete class and not through ``Any``.  They name
 what the rest of the broker may rely on -- handlers, the admin layer's policy
 enforcer and topic operations, stats -- and nothing else, so a second
 implementation (``NonPersistentTopic`` beside ``PersistentTopic``, a test
-fake, a future segment topic) knows exactly what it must provide.  The
+fake, a future segment topic) knows exactly what it must provide.  Both topic
+kinds share ``topic_base.BaseTopic``; what a topic stores is asked through
+the storage facts (``terminated``, ``stored_cursors``, ``number_of_entries``,
+``storage_size``, ``internal_stats``), never through its managed ledger.  The
 protocols carry no state: each field named here is declared by the
 implementing class (``tests/unit/broker/test_house_no_foreign_setattr.py``
 keeps anyone else from adding fields).
@@ -100,9 +103,26 @@ class Topic(Protocol):
     policies: TopicPolicies
     producers: dict[str, Producer]
     subscriptions: Mapping[str, Any]  # name -> Subscription
+    dedup: Any  # MessageDeduplication, or None (always None when nothing is stored)
+    txn_buffer: Any  # TransactionBuffer, or None (always None when nothing is stored)
+    replicators: Mapping[str, Any]  # remote cluster -> Replicator (empty when nothing is stored)
 
     @property
     def active(self) -> bool: ...
+
+    @property
+    def terminated(self) -> bool: ...
+
+    @property
+    def stored_cursors(self) -> Mapping[str, Any]: ...  # subscription name -> cursor in storage
+
+    @property
+    def number_of_entries(self) -> int: ...
+
+    @property
+    def storage_size(self) -> int: ...
+
+    def internal_stats(self) -> dict: ...
 
     @property
     def has_clients(self) -> bool: ...
@@ -124,6 +144,8 @@ class Topic(Protocol):
     ) -> Any: ...  # a Subscription
 
     async def remove_consumer(self, consumer: Consumer) -> None: ...
+
+    async def unsubscribe(self, sub: Any) -> None: ...
 
     async def last_message_id(self) -> tuple[Position, int]: ...
 

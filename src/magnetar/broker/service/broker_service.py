@@ -151,6 +151,9 @@ class BrokerService(TopicAdmin):
             self.web_service_url(),
             self.broker_service_url(),
             self.config.default_number_of_namespace_bundles,
+            # a cluster's brokers leave its registered URLs alone (every broker, set at
+            # initialize-cluster-metadata or by an operator); a standalone's port may change
+            refresh_urls=isinstance(self.namespace_service, LocalNamespaceService),
         )
         if self._producer_name_prefix is None:
             self._producer_name_prefix = await self._allocate_name_prefix()

@@ -118,8 +118,8 @@ class BrokerCompaction:
     def _txn_view_of(self, ml: Any) -> Any:
         """The transaction buffer of the loaded topic writing ``ml`` (None: no transactions)."""
         for t in self._svc.topics.loaded():
-            if t.ml is ml:
-                return getattr(t, "txn_buffer", None)
+            if getattr(t, "ml", None) is ml:  # a non-persistent topic has none
+                return t.txn_buffer
         return None
 
     # ------------------------------------------------------------ REST operations
@@ -229,9 +229,10 @@ class BrokerCompaction:
 
         try:
             doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(topic.ref)) or {}
-        except Exception:  # an unreadable topic-policy document: the namespace decides
+        except ValueError:  # a document that is not JSON: the namespace decides
             log.debug("reading topic policies of %s failed", topic.name, exc_info=True)
             doc = {}
+        # A metadata error (lost session, timeout) is no "no override": it fails this pass.
         if doc.get("compactionThreshold") is not None:
             return int(doc["compactionThreshold"])
         ns = await self._svc.resources.namespaces.get(topic.ref.namespace) or {}
@@ -243,7 +244,7 @@ class BrokerCompaction:
         """One pass of the automatic-compaction check; the topics triggered."""
         triggered = []
         for topic in self._svc.topics.loaded():
-            if not topic.active or topic.ref.is_system:
+            if not topic.active or topic.ref.is_system or not topic.ref.persistent:
                 continue
             threshold = await self.threshold_of(topic)
             if threshold > 0 and COMPACTION_SUBSCRIPTION not in topic.ml.cursors:

@@ -16,8 +16,14 @@ and again when a producer attaches (:func:`refresh_deduplication`).  Two maps, a
 A SEND whose sequence id (the batch's highest: ``highest_sequence_id`` if
 set, else ``sequence_id + num_messages - 1``) is not above ``pushed`` is a
 duplicate: nothing is stored and the receipt carries message id (-1, -1),
-as Java answers.  If the original is still in flight, the receipt waits for
-it (so it stays in the producer's order).  A chunk other than the last is
+as Java answers -- but only once the original is *stored*.  A resend whose
+original is still in flight (a client that reconnected while its add was
+running) follows that add: stored -> the duplicate receipt; failed -> the
+resend fails too (its producer is closed, the client sends it again, and by
+then ``pushed`` has gone back to ``persisted``, so it is stored).  Answering
+it as a duplicate before knowing would acknowledge a message that is not in
+the log (Java answers such a resend with an error for the same reason: its
+status is "unknown").  A chunk other than the last is
 never a duplicate and moves nothing (only the last chunk completes the
 message).  PRODUCER_SUCCESS.last_sequence_id is ``persisted`` for the name,
 so a reconnecting client continues after it.
@@ -42,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
 from magnetar.metadata import api as md
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.payload import peek_metadata
 
 if TYPE_CHECKING:
@@ -124,7 +131,8 @@ class MessageDeduplication:
         self.cursor = cursor
         self.pushed: dict[str, int] = {}
         self.persisted: dict[str, int] = {}
-        self._in_flight: dict[str, asyncio.Future[Any]] = {}
+        # per producer name: highest sequence id of each add in flight -> its future
+        self._in_flight: dict[str, dict[int, asyncio.Future[Any]]] = {}
         self._since_snapshot = 0
         self.last_snapshot_ms = 0
         self._last_position: Position | None = None
@@ -154,7 +162,7 @@ class MessageDeduplication:
             for entry in entries:
                 try:
                     md = peek_metadata(entry.data)
-                except Exception:
+                except CorruptPayload:
                     continue
                 if _is_non_final_chunk(md):
                     continue
@@ -184,7 +192,7 @@ class MessageDeduplication:
         """Store ``data`` via ``start_add`` unless it is a duplicate (then a (-1,-1) future)."""
         try:
             md = peek_metadata(data)
-        except Exception:
+        except CorruptPayload:
             return start_add()
         name = md.producer_name or producer_name
         if _is_non_final_chunk(md):
@@ -192,31 +200,49 @@ class MessageDeduplication:
         seq = highest_sequence_id_of(md)
         if seq <= self.pushed.get(name, -1):
             self.duplicates += 1
-            return self._duplicate(name)
+            return self._duplicate(name, seq)
         self.pushed[name] = seq
         fut = start_add()
-        self._in_flight[name] = fut
+        self._in_flight.setdefault(name, {})[seq] = fut
         fut.add_done_callback(lambda f: self._stored(name, seq, f))
         return fut
 
-    def _duplicate(self, name: str) -> asyncio.Future[Position]:
+    def _duplicate(self, name: str, seq: int) -> asyncio.Future[Position]:
+        """The answer to a resend of ``seq``: (-1, -1) once its original is stored; the
+        original's error if that add fails (then nothing of it is in the log)."""
         loop = asyncio.get_running_loop()
         out: asyncio.Future[Position] = loop.create_future()
-        original = self._in_flight.get(name)
-        if original is None or original.done():
+        in_flight = self._in_flight.get(name) or {}
+        # The add that stores seq: the first in flight whose highest id covers it (a resend
+        # batched differently may end inside an earlier batch).
+        covering = min((s for s in in_flight if s >= seq), default=None)
+        if seq <= self.persisted.get(name, -1):
             out.set_result(DUPLICATE_POSITION)
-        else:
+            return out
+        if covering is None:  # neither stored nor being stored: Java's "unknown" status
+            out.set_exception(ManagedLedgerError(f"cannot tell yet whether sequence id {seq} is a duplicate"))
+            return out
+        original = in_flight[covering]
 
-            def done(_f: asyncio.Future[Any]) -> None:
-                if not out.done():
-                    out.set_result(DUPLICATE_POSITION)
+        def done(f: asyncio.Future[Any]) -> None:
+            if out.done():
+                return
+            if f.cancelled():
+                out.set_exception(ManagedLedgerError(f"the first copy of sequence id {seq} was not stored"))
+            elif f.exception() is not None:
+                out.set_exception(f.exception())  # type: ignore[arg-type]
+            else:
+                out.set_result(DUPLICATE_POSITION)
 
-            original.add_done_callback(done)
+        original.add_done_callback(done)
         return out
 
     def _stored(self, name: str, seq: int, fut: asyncio.Future[Position]) -> None:
-        if self._in_flight.get(name) is fut:
-            del self._in_flight[name]
+        in_flight = self._in_flight.get(name)
+        if in_flight is not None and in_flight.get(seq) is fut:
+            del in_flight[seq]
+            if not in_flight:
+                del self._in_flight[name]
         if fut.cancelled() or fut.exception() is not None:
             # Not stored: the client re-sends it, which must not look like a duplicate.
             self.pushed[name] = self.persisted.get(name, -1)

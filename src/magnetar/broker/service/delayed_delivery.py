@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from magnetar.broker.service.admission import delayed_delivery_active
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.enums import SubType
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.payload import peek_metadata
 
 if TYPE_CHECKING:
@@ -230,7 +231,7 @@ class DelayedDeliveryTracker:
 def _deliver_at(entry: Entry) -> int | None:
     try:
         md = peek_metadata(entry.data)
-    except Exception:
+    except CorruptPayload:
         return None
     if md.HasField("deliver_at_time"):
         return int(md.deliver_at_time)

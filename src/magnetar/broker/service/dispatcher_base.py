@@ -49,6 +49,7 @@ from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.delayed_delivery import tracker_for
 from magnetar.broker.service.dispatch_rate import DispatchRateLimiter
 from magnetar.managed_ledger.api import Entry, Position
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS as SERVER_ONLY_MARKERS
 from magnetar.protocol.payload import num_messages, peek_metadata
 
@@ -299,7 +300,7 @@ class Dispatcher:
             if meta.HasField("marker_type") and meta.marker_type in SERVER_ONLY_MARKERS:
                 return None
             n = num_messages(meta)
-        except Exception:
+        except CorruptPayload:
             n = 1
         ack_set = self.subscription.cursor.get_ack_set(entry.position)
         return OutboundEntry(entry, n, self.redelivery_counts.get(entry.position, 0), ack_set)

@@ -48,6 +48,7 @@ from magnetar.broker.service.key_shared_selector import (
 )
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.enums import KeySharedMode
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.payload import num_messages, peek_metadata
 
 LOOK_AHEAD_LIMIT = 10_000
@@ -207,7 +208,7 @@ class KeySharedDispatcher(Dispatcher):
             md = peek_metadata(entry.data)
             n = num_messages(md)
             slot = slot_of_metadata(md)
-        except Exception:
+        except CorruptPayload:
             n, slot = 1, 1
         self._slot_of.setdefault(pos, slot)
         ack_set = self.subscription.cursor.get_ack_set(pos)
@@ -228,7 +229,7 @@ class KeySharedDispatcher(Dispatcher):
             if slot is None:
                 try:
                     slot = slot_of_metadata(peek_metadata(out.entry.data))
-                except Exception:
+                except CorruptPayload:
                     slot = 1
                 self._slot_of[pos] = slot
             first = first_parked.get(slot)

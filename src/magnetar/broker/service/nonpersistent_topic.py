@@ -15,11 +15,13 @@ connecting later sees only later messages, acks are accepted and ignored,
 and there is no redelivery.  Messages carry ids ``(0, n)`` with ``n``
 counting per topic, so clients never see two messages with the same id.
 
-The topic reuses :class:`PersistentTopic` for producers (access modes, names,
-limits), its state machine and idle tracking; a stand-in ledger
-(:class:`_NoLedger`) makes shared code (stats, schema checks) see an empty
-one.  The registry creates these topics on demand (they exist while loaded;
-the inactive-topic sweep unloads them).
+The topic shares :class:`BaseTopic` with the persistent topic: producers
+(access modes, names, limits), the state machine, policies and idle
+tracking, and the storage facts shared code asks of a topic, answered as for
+a topic that stores nothing (no cursors, no entries, never terminated).  A
+subscription's cursor is :class:`_NoCursor` (nothing acknowledged, no
+backlog), what stats and admin read of it.  The registry creates these topics on demand (they exist while loaded;
+the inactive-topic sweep unloads them): ``TopicRegistry._get_non_persistent``.
 """
 
 from __future__ import annotations
@@ -32,37 +34,14 @@ from magnetar.broker.service.consumer import Consumer, OutboundEntry
 from magnetar.broker.service.key_shared_selector import ConsistentHashingSelector, slot_of_metadata
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.rates import Rate
-from magnetar.broker.service.topic import PersistentTopic, TopicState
+from magnetar.broker.service.topic_base import BaseTopic, TopicState
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.enums import SubType
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.payload import num_messages, peek_metadata
 
 NO_POSITION = Position(-1, -1)
 NP_LEDGER_ID = 0
-
-
-class _NoLedger:
-    cursors: dict[str, Any] = {}
-    number_of_entries = 0
-    total_size = 0
-    last_confirmed_entry = NO_POSITION
-    is_terminated = False
-
-    def internal_stats(self) -> dict:
-        return {"entriesAddedCounter": 0, "numberOfEntries": 0, "totalSize": 0, "ledgers": [], "cursors": {}}
-
-    async def close(self) -> None:
-        return None
-
-    async def delete(self) -> None:
-        return None
-
-    async def delete_cursor(self, name: str) -> None:
-        return None
-
-    async def check_writable(self) -> None:
-        """Nothing is stored, so there is no storage that could refuse a producer."""
-        return None
 
 
 class _NoCursor:
@@ -147,7 +126,7 @@ class NonPersistentSubscription:
         if self.sub_type == SubType.Key_Shared and self._selector is not None:
             try:
                 slot = slot_of_metadata(peek_metadata(entry.data))
-            except Exception:
+            except CorruptPayload:
                 slot = 1
             owner = self._selector.select(slot)
             return owner if owner is not None and owner.available else None
@@ -196,9 +175,10 @@ class NonPersistentSubscription:
         }
 
 
-class NonPersistentTopic(PersistentTopic):
+class NonPersistentTopic(BaseTopic):
     def __init__(self, ref: TopicRef, config: Any, clock: Any, supervisor: Any) -> None:
-        super().__init__(ref, _NoLedger(), config, clock, supervisor)  # type: ignore[arg-type]
+        super().__init__(ref, config, clock, supervisor)
+        self.subscriptions: dict[str, NonPersistentSubscription] = {}
         self._next_entry_id = 0
         self.msg_drop_count = 0
 
@@ -211,27 +191,27 @@ class NonPersistentTopic(PersistentTopic):
             return fut
         try:
             n = num_messages(peek_metadata(data))
-        except Exception:
+        except CorruptPayload:
             n = max(1, n_messages)
         entry = Entry(Position(NP_LEDGER_ID, self._next_entry_id), data)
         self._next_entry_id += 1
         for sub in list(self.subscriptions.values()):
-            sub.dispatch(entry, n)  # type: ignore[attr-defined]
+            sub.dispatch(entry, n)
         self.msg_in_counter += n
         self.bytes_in_counter += len(data)
         self.last_publish_ms = self.clock.time_ms()
         fut.set_result(NO_POSITION)
         return fut
 
-    async def get_or_create_subscription(  # type: ignore[override]
+    async def get_or_create_subscription(
         self, name: str, initial_position: int, durable: bool, start: Position | None
     ) -> NonPersistentSubscription:
         self.check_active()
         sub = self.subscriptions.get(name)
         if sub is None:
             sub = NonPersistentSubscription(self, name, durable)
-            self.subscriptions[name] = sub  # type: ignore[assignment]
-        return sub  # type: ignore[return-value]
+            self.subscriptions[name] = sub
+        return sub
 
     async def remove_consumer(self, consumer: Consumer) -> None:
         sub = consumer.subscription
@@ -240,31 +220,20 @@ class NonPersistentTopic(PersistentTopic):
             del self.subscriptions[sub.name]  # nothing to keep: the subscription ends with its consumers
             await sub.close()
 
+    async def unsubscribe(self, sub: NonPersistentSubscription) -> None:
+        if self.subscriptions.get(sub.name) is sub:
+            del self.subscriptions[sub.name]
+        await sub.close()
+
     async def last_message_id(self) -> tuple[Position, int]:
         return NO_POSITION, -1
 
-
-async def get_non_persistent_topic(
-    registry: Any, service: Any, ref: TopicRef, create: bool
-) -> NonPersistentTopic:
-    """The loaded non-persistent topic, created on first use (it exists only while loaded)."""
-    topics = registry._topics  # the registry's name -> future map, shared with persistent topics
-    fut = topics.get(ref.full_name)
-    if fut is None:
-        await service.require_namespace(ref.namespace)
-        fut = topics.get(ref.full_name)
-    if fut is None:
-        if not create:
-            raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
-        if not ref.is_partition:
-            await service.check_max_topics(ref, 1)
-        fut = topics.get(ref.full_name)
-    if fut is None:
-        topic = NonPersistentTopic(ref, service.config, service.clock, service.supervisor)
-        fut = asyncio.get_running_loop().create_future()
-        fut.set_result(topic)
-        topics[ref.full_name] = fut
-    topic = await fut
-    if not topic.active:
-        raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
-    return topic
+    async def close(self, *, delete: bool = False) -> None:
+        if self.state is not TopicState.ACTIVE:
+            return
+        self._set_state(TopicState.CLOSING)
+        await self._close_clients()
+        for sub in list(self.subscriptions.values()):
+            await sub.close()
+        self.subscriptions.clear()
+        self._set_state(TopicState.DELETED if delete else TopicState.CLOSED)

@@ -62,7 +62,7 @@ async def check_consumer_schema(svc: BrokerService, topic: PersistentTopic, cmd:
     info = schema_info_from_command(cmd)
     if info is None:
         return
-    idle = not topic.producers and not topic.has_clients and topic.ml.number_of_entries == 0
+    idle = not topic.producers and not topic.has_clients and topic.number_of_entries == 0
     await svc.schemas.add_consumer_schema(topic.name, info, await _policies(svc, topic), topic_idle=idle)
 
 

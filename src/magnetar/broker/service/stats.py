@@ -46,10 +46,10 @@ def _txn_counts(topic: PersistentTopic) -> dict:
 def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
     subs = {name: s.to_stats() for name, s in sorted(topic.subscriptions.items())}
     replicator_cursors = {r.cursor.name for r in topic.replicators.values()}
-    for name in sorted(topic.ml.cursors):
+    for name in sorted(topic.stored_cursors):
         # the dedup snapshot cursor and the replicators' cursors are no subscriptions
         if name not in subs and name != "pulsar.dedup" and name not in replicator_cursors:
-            cursor = topic.ml.cursors[name]
+            cursor = topic.stored_cursors[name]
             replicated = cursor.properties.get("pulsar.replicated.subscription") == 1
             backlog = cursor.number_of_entries_in_backlog()
             expired = topic.expired.get(name)
@@ -86,7 +86,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
         "msgOutCounter": msg_out,
         "averageMsgSize": topic.bytes_in_counter / topic.msg_in_counter if topic.msg_in_counter else 0.0,
         "msgChunkPublished": False,
-        "storageSize": topic.ml.total_size,
+        "storageSize": topic.storage_size,
         # the slowest durable subscription's unacknowledged bytes (ack holes subtracted)
         "backlogSize": max(
             (s.get("backlogSize", 0) for s in subs.values() if s.get("isDurable", True)), default=0

@@ -10,11 +10,11 @@ close() cancels any still running), and the managed ledger completes
 pipelined adds in call order.  Every completed add wakes every
 subscription's dispatcher.
 
-Policies: the topic owns its effective policies (``self.policies``, a frozen
-:class:`TopicPolicies` the admin layer's enforcer replaces whole through
-:meth:`apply_policies`) and the per-topic state the admission checks
-(``.admission``) keep: rate windows, quota flags, TTL expiry counters.
-Nothing outside the topic adds attributes to it.
+What every topic shares -- producers, the state machine, policies and the
+admission state, closing the clients -- is :class:`BaseTopic`
+(``topic_base``); this class adds the ledger: adds, cursors, deduplication,
+transactions, replication, and the storage facts shared code asks of a topic
+(``terminated``, ``stored_cursors``, ``number_of_entries``, ``storage_size``).
 
 A retriable storage failure (the managed ledger rolls to a new ledger) is
 retried once.  Known limit: adds issued after the failed one may already be
@@ -26,34 +26,23 @@ Subscriptions are created on first subscribe (durable: a named cursor;
 readers: a non-durable cursor starting one entry *before* the requested id so
 the entry at the id is delivered, as Java does).
 
-State machine (``_set_state`` is the only writer)::
-
-    ACTIVE --close()/delete()--> CLOSING --> CLOSED
-                                        \\-> DELETED
-
-Closing tells every producer (CLOSE_PRODUCER) and consumer (CLOSE_CONSUMER)
-so the clients reconnect (after an unload: to whoever owns it next), waits a
-bounded time for publishes in flight, then closes cursors and the ledger.
+Closing stops the replicators, lets the clients go (``_close_clients``),
+then closes cursors and the ledger; adds still running are cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
 from magnetar.broker.config import BrokerConfig
-from magnetar.broker.service.access_mode import ProducerAccess
-from magnetar.broker.service.admission import RateWindow, check_producer
-from magnetar.broker.service.dispatch_rate import DispatchWindow
 from magnetar.broker.service.names import TopicRef
-from magnetar.broker.service.policies import UNRESOLVED, TopicPolicies
 from magnetar.broker.service.producer import Producer
-from magnetar.broker.service.rates import ExpiryCounter, Rate
 from magnetar.broker.service.subscription import Subscription
+from magnetar.broker.service.topic_base import BaseTopic, TopicState
 from magnetar.managed_ledger.api import (
     InitialPosition,
     ManagedLedger,
@@ -69,37 +58,19 @@ from magnetar.protocol.payload import num_messages, peek_metadata
 from magnetar.runtime import Clock, TaskSupervisor
 
 if TYPE_CHECKING:
-    from magnetar.broker.replication.replicator import Replicator
     from magnetar.broker.replication.service import InboundReplication
     from magnetar.broker.replication.subscriptions import ReplicatedSubscriptions
     from magnetar.broker.service.consumer import Consumer
-    from magnetar.broker.transaction.buffer import TransactionBuffer
     from magnetar.broker.transaction.model import TxnID
 
 log = logging.getLogger(__name__)
 
-CLOSE_DRAIN_TIMEOUT_S = 5.0
 ADD_ATTEMPTS = 2
 ADD_RETRY_DELAY_S = 0.05
 INT64_MAX = (1 << 63) - 1
 
 
-class TopicState(enum.Enum):
-    ACTIVE = "active"
-    CLOSING = "closing"
-    CLOSED = "closed"
-    DELETED = "deleted"
-
-
-_TRANSITIONS = {
-    TopicState.ACTIVE: {TopicState.CLOSING},
-    TopicState.CLOSING: {TopicState.CLOSED, TopicState.DELETED},
-    TopicState.CLOSED: set(),
-    TopicState.DELETED: set(),
-}
-
-
-class PersistentTopic:
+class PersistentTopic(BaseTopic):
     def __init__(
         self,
         ref: TopicRef,
@@ -108,96 +79,38 @@ class PersistentTopic:
         clock: Clock,
         supervisor: TaskSupervisor,
     ) -> None:
-        self.ref = ref
-        self.name = ref.full_name
-        self.partition_index = ref.partition_index
+        super().__init__(ref, config, clock, supervisor)
         self.ml = ml
-        self.config = config
-        self.clock = clock
-        self.supervisor = supervisor
-        self.state = TopicState.ACTIVE
-        self.producers: dict[str, Producer] = {}
-        self.access = ProducerAccess(self)
         # Set by the registry: called when the ledger turns out fenced/closed under us.
         self.on_fenced: Callable[[PersistentTopic], None] | None = None
         self.subscriptions: dict[str, Subscription] = {}
-        self.dispatch_window = DispatchWindow()  # dispatchRate, shared by the subscriptions
-        self.msg_in_counter = 0
-        self.rate_in = Rate()
-        self.bytes_in_counter = 0
-        self.created_ms = clock.time_ms()
-        self.last_publish_ms = 0
-        self._last_active_ms = self.created_ms
         self._last_entry: tuple[Position, int, bool] | None = None
-        self.dedup: Any = None  # MessageDeduplication when enabled (set by the registry on load)
-        # transaction.buffer.TransactionBuffer when transactions are enabled (set by the registry on load)
-        self.txn_buffer: TransactionBuffer | None = None
         self._adds: set[asyncio.Task[Position]] = set()  # adds in flight (one per SEND)
-        # Policies: the effective value (replaced whole by apply_policies) and the state the
-        # admission checks and the policy enforcer keep per topic.
-        self.policies: TopicPolicies = UNRESOLVED
-        self.publish_rate_window: RateWindow | None = None
-        self.publish_rate_limited_times = 0
-        self.subscribe_rate_windows: dict[tuple[str, str], list[float]] = {}
         self.applied_ml_config: ManagedLedgerConfig | None = None  # the last config the policies set
-        self.subscription_idle_since_ms: dict[str, int] = {}  # subscriptionExpirationTime
-        self.backlog_age_exceeded = False  # the message_age backlog quota is over its limit
-        self.oldest_backlog_age_s = -1  # oldestBacklogMessageAgeSeconds (under a message_age quota)
-        self.expired: dict[str, ExpiryCounter] = {}  # messages expired by TTL, per subscription
-        # Geo-replication: one replicator per remote cluster (broker.replication starts them).
-        self.replicators: dict[str, Replicator] = {}
+        # Geo-replication (broker.replication starts the replicators, in BaseTopic.replicators).
         self.replicated_subscriptions: ReplicatedSubscriptions | None = None
         # Set by the registry: sees what remote clusters' replicators store here (their markers).
         self.inbound_replication: InboundReplication | None = None
 
-    def apply_policies(self, policies: TopicPolicies) -> None:
-        """Replace the effective policies (one assignment: readers see old or new, never a mix)."""
-        self.policies = policies
-
-    def _set_state(self, new: TopicState) -> None:
-        if new not in _TRANSITIONS[self.state]:
-            raise AssertionError(f"topic {self.name}: {self.state} -> {new} not allowed")
-        self.state = new
+    # ------------------------------------------------------------ storage facts
+    @property
+    def terminated(self) -> bool:
+        return self.ml.is_terminated
 
     @property
-    def active(self) -> bool:
-        return self.state is TopicState.ACTIVE
+    def stored_cursors(self) -> Mapping[str, Any]:
+        return self.ml.cursors
 
-    def check_active(self) -> None:
-        if self.state is not TopicState.ACTIVE:
-            raise errors.TopicFencedError(f"Topic {self.name} is closing")
+    @property
+    def number_of_entries(self) -> int:
+        return self.ml.number_of_entries
 
-    # ------------------------------------------------------------ producers
-    def add_producer(self, producer: Producer, request_id: int) -> bool:
-        """Attach a producer; False when it was queued for exclusive access (WaitForExclusive)."""
-        self.check_active()
-        existing = self.producers.get(producer.producer_name)
-        if existing is not None or any(
-            p.producer_name == producer.producer_name for p, _ in self.access.waiting
-        ):
-            raise errors.ProducerBusyError(
-                f"Producer with name '{producer.producer_name}' is already connected to topic"
-            )
-        check_producer(self)  # effective topic/namespace policies (.admission)
-        limit = self.config.max_producers_per_topic
-        if limit and len(self.producers) >= limit:
-            raise errors.ProducerBusyError(f"Topic '{self.name}' reached max producers limit")
-        if not self.access.admit(producer, request_id):
-            return False
-        self.producers[producer.producer_name] = producer
-        return True
+    @property
+    def storage_size(self) -> int:
+        return self.ml.total_size
 
-    def remove_producer(self, producer: Producer) -> None:
-        if self.producers.get(producer.producer_name) is producer:
-            del self.producers[producer.producer_name]
-        self.access.forget(producer)
-        producer.mark_closed()
-        if self.state is TopicState.ACTIVE:
-            ready = self.access.next_ready()
-            if ready is not None:
-                waiting, request_id = ready
-                self.producers[waiting.producer_name] = waiting
-                waiting.cnx.producer_ready(waiting, request_id)
+    def internal_stats(self) -> dict:
+        return self.ml.internal_stats()
 
     # ------------------------------------------------------------ publish
     def add_entry(
@@ -251,14 +164,6 @@ class PersistentTopic:
         self.last_publish_ms = self.clock.time_ms()
         self._last_entry = (pos, n_messages, is_batch)
         return pos
-
-    def notify_dispatchers(self) -> None:
-        """New entries exist.  Called by producers *after* writing receipts, so a client never
-        sees a message on a consumer before the receipt of its send (Java's order, and cpp's
-        close path crashes when a DLQ send is still unacknowledged)."""
-        for sub in self.subscriptions.values():
-            if sub.dispatcher is not None:
-                sub.dispatcher.notify()
 
     # ------------------------------------------------------------ subscriptions
     async def get_or_create_subscription(
@@ -362,18 +267,7 @@ class PersistentTopic:
         for replicator in list(self.replicators.values()):  # they read the ledger: stop them first
             await replicator.close()
         self.replicators.clear()
-        # Publishes in flight finish first (their receipts go out), so the client has nothing
-        # to re-send after it reconnects; new SENDs already fail (the topic is CLOSING).
-        for producer in list(self.producers.values()):
-            producer.mark_closing()
-        for producer in list(self.producers.values()):
-            await producer.wait_drained(CLOSE_DRAIN_TIMEOUT_S)
-        for producer in list(self.producers.values()):
-            producer.cnx.broker_closed_producer(producer)
-            self.remove_producer(producer)
-        for sub in list(self.subscriptions.values()):
-            for c in sub.consumers:
-                c.cnx.broker_closed_consumer(c)
+        await self._close_clients()
         for sub in list(self.subscriptions.values()):
             await sub.close()
             if delete and sub.pending_ack is not None:
@@ -399,17 +293,7 @@ class PersistentTopic:
             for task in list(self._adds):  # the ledger is gone: nothing of the topic keeps running
                 task.cancel()
 
-    def idle_since_ms(self, now_ms: int) -> int:
-        """How long nothing was attached and nothing published (0 while in use)."""
-        if self.has_clients:
-            self._last_active_ms = now_ms
-            return 0
-        return now_ms - max(self._last_active_ms, self.last_publish_ms)
-
     @property
     def has_clients(self) -> bool:
-        return (
-            bool(self.producers)
-            or any(s.consumers for s in self.subscriptions.values())
-            or any(r.backlog() > 0 for r in self.replicators.values())  # still replicating
-        )
+        replicating = any(r.backlog() > 0 for r in self.replicators.values())
+        return super().has_clients or replicating

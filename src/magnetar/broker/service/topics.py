@@ -22,12 +22,14 @@ reconnect); delete does the same and deletes the ledger and its cursors.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
 from magnetar.broker.service.dedup import MessageDeduplication, deduplication_enabled
 from magnetar.broker.service.names import TopicRef
+from magnetar.broker.service.nonpersistent_topic import NonPersistentTopic
 from magnetar.broker.service.topic import PersistentTopic
 from magnetar.managed_ledger.api import ManagedLedgerError
 from magnetar.metadata.api import MetadataError
@@ -105,11 +107,9 @@ class TopicRegistry:
         ``explicit`` (admin creation) bypasses the auto-creation policy.
         """
         if not ref.persistent:
-            from magnetar.broker.service.nonpersistent_topic import get_non_persistent_topic
-
             if self._topics.get(ref.full_name) is None:
                 await self._svc.namespace_service.check_owned(ref)  # only the bundle's owner loads it
-            return await get_non_persistent_topic(self, self._svc, ref, create)
+            return await self._get_non_persistent(ref, create)
         fut = self._topics.get(ref.full_name)
         if fut is None:
             await self._svc.require_namespace(ref.namespace)
@@ -119,6 +119,7 @@ class TopicRegistry:
             if not await self._svc.ml_factory.exists(ref.managed_ledger_name):
                 if not create or not (explicit or await self.may_create(ref)):
                     raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
+                await self._svc.replication.check_creation_allowed(ref)  # not replicated here: refused
                 if not ref.is_partition:  # partitions were counted with their partitioned topic
                     await self._svc.check_max_topics(ref, 1)
             fut = self._topics.get(ref.full_name)
@@ -134,10 +135,39 @@ class TopicRegistry:
             raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
         return topic
 
+    async def _get_non_persistent(self, ref: TopicRef, create: bool) -> NonPersistentTopic:
+        """The loaded non-persistent topic, created on first use (it exists only while loaded)."""
+        fut = self._topics.get(ref.full_name)
+        if fut is None:
+            await self._svc.require_namespace(ref.namespace)
+            fut = self._topics.get(ref.full_name)
+        if fut is None:
+            if not create:
+                raise errors.TopicNotFoundError(f"Topic {ref.full_name} does not exist")
+            if not ref.is_partition:
+                await self._svc.check_max_topics(ref, 1)
+            fut = self._topics.get(ref.full_name)
+        if fut is None:
+            svc = self._svc
+            fut = asyncio.get_running_loop().create_future()
+            fut.set_result(NonPersistentTopic(ref, svc.config, svc.clock, svc.supervisor))
+            self._topics[ref.full_name] = fut
+        topic = await fut
+        if not topic.active:
+            raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
+        return topic
+
     async def _load(self, ref: TopicRef, fut: asyncio.Future[PersistentTopic]) -> None:
         try:
+            # Retention unknown until the policy enforcer applies the topic's policies (within
+            # a tick of the load): keep every ledger meanwhile.  With the broker's default (0),
+            # the trim at open -- or the first ack -- deleted consumed ledgers a retention
+            # policy keeps (seen after an unload moved a topic with infinite retention).
             ml = await self._svc.ml_factory.open(
-                ref.managed_ledger_name, self._svc.config.managed_ledger_config()
+                ref.managed_ledger_name,
+                dataclasses.replace(
+                    self._svc.config.managed_ledger_config(), retention_time_ms=-1, retention_size_bytes=-1
+                ),
             )
             topic = PersistentTopic(ref, ml, self._svc.config, self._svc.clock, self._svc.supervisor)
             topic.on_fenced = self._unload_fenced

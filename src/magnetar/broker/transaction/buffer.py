@@ -42,6 +42,7 @@ from magnetar.broker.transaction.model import TxnID
 from magnetar.broker.transaction.pending_ack import PendingAckHandle
 from magnetar.managed_ledger.api import Entry, ManagedCursor, ManagedLedgerFactory, Position
 from magnetar.metadata.api import MetadataError, MetadataStore
+from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.payload import peek_metadata
 from magnetar.protocol.txn_markers import TXN_ABORT, TXN_MARKER_TYPES, marker_type, txn_marker, txn_of
 
@@ -137,7 +138,7 @@ class TransactionBuffer:
     def _observe(self, entry: Entry) -> None:
         try:
             meta = peek_metadata(entry.data)
-        except Exception:
+        except CorruptPayload:
             return
         txn = txn_of(meta)
         if txn is None:
@@ -270,7 +271,7 @@ class TransactionBuffer:
                 break
             try:
                 meta = peek_metadata(entry.data)
-            except Exception:
+            except CorruptPayload:
                 out.append(entry)
                 continue
             if meta.HasField("marker_type"):

@@ -109,9 +109,7 @@ class BrokerLink(TransportCnx):
         if consumer is None:
             return False
         sub = consumer.subscription
-        ml = getattr(sub.topic, "ml", None)
-        terminated = ml is not None and bool(getattr(ml, "is_terminated", False))
-        return bool(terminated) and sub.backlog() == 0 and not consumer.pending_acks
+        return sub.topic.terminated and sub.backlog() == 0 and not consumer.pending_acks
 
     # ------------------------------------------------------------ producing
     async def create_producer(

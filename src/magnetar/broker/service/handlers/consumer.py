@@ -76,7 +76,7 @@ async def handle_subscribe(cnx: Connection, frame: Any) -> None:
         and cmd.subscription not in topic.subscriptions
         and not svc.config.allow_auto_subscription_creation
     ):
-        if cmd.subscription not in topic.ml.cursors:
+        if cmd.subscription not in topic.stored_cursors:
             raise errors.SubscriptionNotFoundError(f"Subscription {cmd.subscription} does not exist")
     await check_consumer_schema(svc, topic, cmd)
     start = _pos(cmd.start_message_id) if cmd.HasField("start_message_id") else None
@@ -213,6 +213,8 @@ async def handle_seek(cnx: Connection, frame: Any) -> None:
         raise errors.ConsumerNotFoundError(f"Consumer {cmd.consumer_id} not found")
     sub = consumer.subscription
     topic = sub.topic
+    if not topic.ref.persistent:  # nothing is stored, so there is nothing to move back to
+        raise errors.NotAllowedError("Seek is not allowed on a non-persistent topic")
     if cmd.HasField("message_publish_time"):
         position = await sub.cursor.find_position_by_publish_time(
             cmd.message_publish_time, lambda data: peek_metadata(data).publish_time
