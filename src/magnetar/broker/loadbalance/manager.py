@@ -68,6 +68,7 @@ DECISIONS_KEPT = 200
 CONTEXT_TTL_S = 2.0
 HTTP_TIMEOUT_S = 60.0
 CLOSE_ATTEMPTS = 50
+RECENT_MIN_S = 5.0
 CLOSE_RETRY_S = 0.1
 
 
@@ -79,6 +80,7 @@ class LeaderLoadManager:
         self._supervisor = TaskSupervisor("load-manager")
         self._tasks: list[asyncio.Task] = []
         self._closed = False
+        self._recent: list[tuple[float, str]] = []  # (when, broker) of our recent placements
         self._reporter: LoadReporter | None = None
         self._cfg = LoadBalancerConfig()
         self._published: LoadReport | None = None
@@ -223,6 +225,7 @@ class LeaderLoadManager:
         if not brokers:
             return None
         view = await self._view(cfg, brokers, extra_namespaces={bundle.namespace})
+        self._count_recent(view, cfg)
         if self.kind == "noop" or not cfg.enabled:
             # no load-based choice, but isolation still holds
             d = select_broker(bundle.name, view, band_pct=1e9, avoid=avoid, now_ms=self._svc.clock.time_ms())
@@ -236,7 +239,26 @@ class LeaderLoadManager:
                 now_ms=self._svc.clock.time_ms(),
             )
         self._record(d)
+        if d.destination is not None:
+            self._recent.append((self._svc.clock.monotonic(), d.destination))
         return d
+
+    def _count_recent(self, view: ClusterView, cfg: LoadBalancerConfig) -> None:
+        """Bundles we placed since the brokers' last reports count already (Pulsar's
+        preallocated bundles): a burst of lookups -- the partitions of a new topic -- spreads
+        instead of all landing on the broker that was least loaded a moment ago.  Each counts
+        one bundle and a third of the placement band of usage."""
+        horizon = self._svc.clock.monotonic() - max(
+            RECENT_MIN_S, 2 * cfg.report_update_min_interval_ms / 1000
+        )
+        self._recent = [(t, b) for t, b in self._recent if t >= horizon]
+        extra: dict[str, int] = {}
+        for _t, b in self._recent:
+            extra[b] = extra.get(b, 0) + 1
+        view.set_bundle_counts({b: view.bundle_count(b) + n for b, n in extra.items() if b in view.reports})
+        for b, n in extra.items():
+            if b in view.reports:
+                view.usage_estimate[b] = view.usage(b) + n * cfg.placement_band_pct / 300.0
 
     # ------------------------------------------------------------------ the leader's round
     async def _leader_loop(self) -> None:
