@@ -19,10 +19,15 @@ pass/fail:
   (``--session-timeout-ms``, printed); a producer on a topic, the topic's
   owner killed with ``kill -9``, time from the kill to the first
   acknowledged send on the broker that took the bundle over;
-  ``--failover-runs`` fresh clusters, each figure and the median printed.
+  ``--failover-runs`` fresh clusters, each figure and the median printed;
+* rebalance (the load manager, ``--only-rebalance`` alone): three brokers, a namespace
+  pinned to one by an isolation policy under a steady stream; the pin is deleted and
+  the leader spreads the bundles: time to rebalance, messages in flight (sent, not yet
+  acknowledged) and the slowest send during the moves, burst throughput before/after.
 
     .venv/bin/python benchmarks/cluster_bench.py [--brokers-list 1,2,3] [--messages 20000]
         [--load-topics 10000] [--skip-load] [--skip-failover] [--failover-runs 1]
+        [--skip-rebalance] [--only-rebalance]
     (``--brokers-list ""`` skips the throughput, lookup and load figures)
 """
 
@@ -214,6 +219,153 @@ def failover(cluster: ClusterProcesses, session_timeout_ms: int) -> float | None
         client.close()
 
 
+# ---------------------------------------------------------------------- rebalance (load manager)
+LB_PROPS = {
+    "loadBalancerSheddingIntervalMinutes": "0.02",  # a round every 1.2 s
+    "loadBalancerReportUpdateMinIntervalMillis": "500",
+    "loadBalancerSheddingGracePeriodMinutes": "1",
+    "loadBalancerBundleUnloadMinThroughputThreshold": "0",
+    "loadBalancerOverrideBrokerNicSpeedGbps": "0.001",  # 125 KB/s: the steady stream is real load
+    "loadBalancerHistoryResourcePercentage": "0.3",
+    "loadBalancerCPUResourceWeight": "0",
+    "loadBalancerMemoryResourceWeight": "0",
+    "loadBalancerAutoBundleSplitEnabled": "false",
+}
+
+
+def _http(method: str, url: str, body: object = None) -> object:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        raw = r.read()
+        return json.loads(raw) if raw[:1] in (b"[", b"{") else None
+
+
+def _owned(cluster: ClusterProcesses, cluster_name: str, namespace: str) -> list[int]:
+    out = []
+    for i in range(len(cluster.names("broker"))):
+        me = cluster.web_url(i).split("://", 1)[-1]
+        got = _http("GET", f"{cluster.web_url(0)}/admin/v2/brokers/{cluster_name}/{me}/ownedNamespaces")
+        out.append(sum(1 for k in got if k.startswith(namespace + "/")))  # type: ignore[union-attr]
+    return out
+
+
+def _burst(producers: list, n: int) -> float:  # type: ignore[type-arg]
+    """Unthrottled sends over every producer; acknowledged msg/s."""
+    t0 = time.perf_counter()
+    for i in range(n):
+        producers[i % len(producers)].send_async(b"b" * SIZE_BYTES, None)
+    for p in producers:
+        p.flush()
+    return n / (time.perf_counter() - t0)
+
+
+def rebalance(base: Path, zk_url: str, bookies: int, topics: int, burst: int, rate: int) -> None:
+    """Three brokers; a namespace pinned to broker-0 by an isolation policy carries a steady
+    stream; the pin is deleted and the leader spreads the bundles.  Figures: time from the
+    policy deletion until no broker owns more than ``ceil(bundles / 3) + 1`` of them, the peak
+    of messages in flight (sent, not yet acknowledged) and the slowest send during the moves
+    against the steady state, and an unthrottled burst's throughput before and after."""
+    name = "lbbench"
+    with ClusterProcesses(base / "rebalance", brokers=3, bookies=bookies, zookeeper_url=zk_url,
+                          cluster_name=name, broker_properties=LB_PROPS) as cluster:  # fmt: skip
+        web = cluster.web_url(0)
+        pin = f"{web}/admin/v2/clusters/{name}/namespaceIsolationPolicies/bench-pin"
+        _http("PUT", f"{web}/admin/v2/namespaces/public/lb", {"bundles": {"numBundles": topics}})
+        broker0 = web.split("://", 1)[-1]
+        _http("POST", pin, {"namespaces": ["public/lb"], "primary": [broker0], "secondary": []})
+        client = _client(cluster.broker_url(0))
+        names = [f"persistent://public/lb/t-{uuid.uuid4().hex[:8]}-{i}" for i in range(topics)]
+        producers = [client.create_producer(t, batching_enabled=True, batching_max_publish_delay_ms=2,
+                                            max_pending_messages=2000, block_if_queue_full=True,
+                                            send_timeout_millis=120_000) for t in names]  # fmt: skip
+        consumers = [
+            client.subscribe(t, "bench", message_listener=lambda c, m: c.acknowledge(m)) for t in names
+        ]
+        lock = threading.Lock()
+        pending: dict[int, float] = {}
+        latencies: list[tuple[float, float]] = []  # (sent at, latency)
+        stop = threading.Event()
+
+        def stream() -> None:
+            seq = 0
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                for p in producers:
+                    k = seq
+                    seq += 1
+                    with lock:
+                        pending[k] = time.perf_counter()
+
+                    def done(res, _mid, k=k) -> None:  # type: ignore[no-untyped-def]
+                        with lock:
+                            sent = pending.pop(k, None)
+                            if sent is not None and res == pulsar.Result.Ok:
+                                latencies.append((sent, time.perf_counter() - sent))
+
+                    p.send_async(b"s" * SIZE_BYTES, done)
+                time.sleep(max(0.0, topics / rate - (time.perf_counter() - t0)))
+
+        try:
+            print(f"  rebalance: 3 brokers, {topics} topics in {topics} bundles pinned to broker-0, "
+                  f"steady stream {rate} msg/s; shedding every 1.2 s")  # fmt: skip
+            before = _burst(producers, burst)
+            worker = threading.Thread(target=stream, daemon=True)
+            worker.start()
+            time.sleep(5)  # steady state, reports published
+            samples: list[int] = []
+            t_steady = time.perf_counter()
+            while time.perf_counter() - t_steady < 3:
+                with lock:
+                    samples.append(len(pending))
+                time.sleep(0.02)
+            steady_peak = max(samples)
+            owned0 = _owned(cluster, name, "public/lb")
+            t0 = time.perf_counter()
+            _http("DELETE", pin)
+            target = -(-sum(owned0) // 3) + 1
+            peak, owned, took = 0, owned0, None
+            while time.perf_counter() - t0 < 90:
+                with lock:
+                    peak = max(peak, len(pending))
+                if int((time.perf_counter() - t0) * 50) % 25 == 0:  # ownership every ~0.5 s
+                    owned = _owned(cluster, name, "public/lb")
+                    if max(owned) <= target and min(owned) > 0:
+                        took = time.perf_counter() - t0
+                        break
+                time.sleep(0.02)
+            t_end = time.perf_counter() + 2
+            while time.perf_counter() < t_end:
+                with lock:
+                    peak = max(peak, len(pending))
+                time.sleep(0.02)
+            stop.set()
+            worker.join(30)
+            for p in producers:
+                p.flush()
+            during = [lat for sent, lat in latencies if sent >= t0]
+            steady = [lat for sent, lat in latencies if t_steady <= sent < t0]
+            after = _burst(producers, burst)
+            stats = _http("GET", f"{web}/admin/v2/brokers/leaderBroker")
+            leader = stats["serviceUrl"]  # type: ignore[index]
+            moved = _http("GET", f"{leader}/admin/v2/broker-stats/load-decisions")["counters"]  # type: ignore[index]
+            if took is None:
+                print(f"  rebalance: not spread within 90 s (bundles per broker {owned0} -> {owned})")
+            else:
+                print(f"  time to rebalance: {took:.1f} s (bundles per broker {owned0} -> {owned}; "
+                      f"{moved.get('bundles_unloaded', 0)} unloads by the leader)")  # fmt: skip
+            print(f"  messages in flight: steady peak {steady_peak}, peak during the moves {peak}; "
+                  f"slowest send: steady {max(steady, default=0) * 1e3:.0f} ms, "
+                  f"during the moves {max(during, default=0) * 1e3:.0f} ms")  # fmt: skip
+            print(f"  throughput (unthrottled burst of {burst}): before {before:,.0f} msg/s on one broker, "
+                  f"after {after:,.0f} msg/s spread")  # fmt: skip
+            for c in consumers:
+                c.close()
+        finally:
+            stop.set()
+            client.close()
+
+
 def _rss_mb(pid: int) -> float:
     return psutil.Process(pid).memory_info().rss / 1e6
 
@@ -232,6 +384,11 @@ def main() -> None:
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--skip-failover", action="store_true")
     ap.add_argument("--failover-runs", type=int, default=1)
+    ap.add_argument("--skip-rebalance", action="store_true")
+    ap.add_argument("--only-rebalance", action="store_true", help="run the load-manager figures alone")
+    ap.add_argument("--rebalance-topics", type=int, default=16)
+    ap.add_argument("--rebalance-burst", type=int, default=20_000)
+    ap.add_argument("--rebalance-rate", type=int, default=100, help="steady stream, msg/s")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="magnetar-cluster-bench-"))
     zk = ZooKeeperServer(str(base / "zookeeper"))
@@ -239,6 +396,12 @@ def main() -> None:
     print(f"cluster bench: {psutil.cpu_count()} CPUs, {args.bookies} bookies (E/Qw/Qa {min(2, args.bookies)}), "
           f"1 KB messages; data in {base}")  # fmt: skip
     try:
+        if not args.skip_rebalance:
+            rebalance(
+                base, zk.url, args.bookies, args.rebalance_topics, args.rebalance_burst, args.rebalance_rate
+            )
+        if args.only_rebalance:
+            return
         for n in [int(x) for x in args.brokers_list.split(",") if x.strip()]:
             with ClusterProcesses(base / f"b{n}", brokers=n, bookies=args.bookies, zookeeper_url=zk.url,
                                   proxy=(n == 1)) as cluster:  # fmt: skip

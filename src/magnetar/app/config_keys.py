@@ -8,6 +8,7 @@ at start-up, into a frozen config object:
     AuthConfig              broker.auth.config     (authentication*, authorization*, token*, tls*)
     SchemaRegistryConfig    broker.schema.policies (schema* keys)
     TransactionConfig       broker.transaction.config (transaction* keys)
+    LoadBalancerConfig      broker.loadbalance.config (loadBalancer* keys, loadManagerClassName)
     BookieConfig            bookie.config          (BookKeeper's bk_server.conf keys)
     ClientConfig            bookkeeper.config      (bookkeeperClient*, auto-recovery keys)
     ProxyConfig             proxy.config           (proxy.conf: PROXY_KEYS below)
@@ -133,6 +134,7 @@ def known_keys() -> frozenset[str]:
     from magnetar.bookkeeper.config import KNOWN_KEYS as CLIENT_KEYS
     from magnetar.broker.auth.config import KNOWN_KEYS as AUTH_KEYS
     from magnetar.broker.config import BrokerConfig
+    from magnetar.broker.loadbalance.config import KNOWN_KEYS as LB_KEYS
     from magnetar.broker.plugins import GROUPS as PLUGIN_KEYS
     from magnetar.broker.schema.policies import KNOWN_KEYS as SCHEMA_KEYS
     from magnetar.broker.transaction.config import KNOWN_KEYS as TXN_KEYS
@@ -143,6 +145,7 @@ def known_keys() -> frozenset[str]:
         | set(AUTH_KEYS)
         | set(SCHEMA_KEYS)
         | TXN_KEYS
+        | LB_KEYS
         | set(BK_KEYS.values())
         | set(CLIENT_KEYS)
         | set(PLUGIN_KEYS)

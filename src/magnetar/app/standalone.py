@@ -229,6 +229,7 @@ class Standalone:
             credentials=broker_client_credentials(self.config.properties),
         )
         app = create_app(svc, health_check=check)
+        app.state.request_stop = self.request_stop  # POST /admin/v2/brokers/shutdown (web/load_balance.py)
         register_bookie_metrics(app, self._storage.parts.get("bookie") if self._storage else None)
         if self.plugins is not None:
             self._plugin_step(self.plugins.mount, app, svc)

@@ -110,15 +110,31 @@ async def _serve(config: object, metadata_url: str) -> int:
     except Exception as exc:
         print(f"magnetar broker: cannot open storage: {exc}", file=sys.stderr, flush=True)
         return EXIT_START_FAILED
+    from magnetar.broker.config import ConfigError
+    from magnetar.broker.loadbalance.api import LoadManagerError, load_manager_kind
+    from magnetar.broker.loadbalance.config import LoadBalancerConfig
+    from magnetar.broker.loadbalance.manager import make_load_manager
     from magnetar.broker.ownership.cluster import ClusterNamespaceService
 
+    def namespace_service(svc: object) -> ClusterNamespaceService:
+        """Bundle ownership with the load manager ``loadManagerClassName`` names (broker.loadbalance)."""
+        ns = ClusterNamespaceService(svc)  # type: ignore[arg-type]
+        ns.load_manager = make_load_manager(svc, ns)
+        return ns
+
+    try:  # a bad loadBalancer* value or load manager name stops the start with its reason
+        lb = LoadBalancerConfig.from_properties(config.properties)  # type: ignore[attr-defined]
+        load_manager_kind(lb.load_manager_class_name, lb.enabled)
+    except (LoadManagerError, ConfigError) as exc:
+        print(f"magnetar broker: {exc}", file=sys.stderr, flush=True)
+        return EXIT_BAD_CONFIG
     broker = Standalone(
         config,  # type: ignore[arg-type]
         clock=clock,
         rng=rng,
         storage=storage,
         owns_storage=True,
-        namespace_service=ClusterNamespaceService,
+        namespace_service=namespace_service,
     )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -77,7 +77,10 @@ class ClusterProcesses:
         bookie_properties: Mapping[str, str] | None = None,
         proxy_properties: Mapping[str, str] | None = None,
         ready_timeout_s: float = 120.0,
+        held: tuple[str, ...] = (),
     ) -> None:
+        """``held``: process names planned (ports, config) but not started by ``start()``;
+        :meth:`start_held` starts one later (a broker joining a running cluster)."""
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="magnetar-cluster-")).resolve()
         self.n_brokers, self.n_bookies = brokers, bookies
@@ -94,6 +97,7 @@ class ClusterProcesses:
         self.specs: dict[str, ProcessSpec] = {}
         self.procs: dict[str, subprocess.Popen] = {}
         self.ready: dict[str, tuple[str, ...]] = {}
+        self.held = tuple(held)
 
     # ------------------------------------------------------------------ start
     def start(self) -> ClusterProcesses:
@@ -115,7 +119,7 @@ class ClusterProcesses:
             self.specs = {s.name: s for s in specs}
             self._initialize_metadata()
             for role in ("bookie", "broker", "autorecovery", "proxy"):
-                self._start_group([s.name for s in specs if s.role == role])
+                self._start_group([s.name for s in specs if s.role == role and s.name not in self.held])
         except BaseException:
             self.stop()
             raise
@@ -153,6 +157,10 @@ class ClusterProcesses:
                 self.specs[name], self.procs[name], since=marks[name], timeout_s=self.ready_timeout_s
             )
             self.ready[name] = m.groups()
+
+    def start_held(self, name: str) -> None:
+        """Starts a process planned with ``held`` (e.g. a fourth broker joining)."""
+        self._start_group([name])
 
     # ------------------------------------------------------------------ urls
     def names(self, role: str) -> list[str]:

@@ -37,6 +37,7 @@ ADMIN_ROUTER_MODULES = (
     "magnetar.web.namespaces",
     "magnetar.web.schemas",
     "magnetar.web.brokers",
+    "magnetar.web.load_balance",  # /admin/v2/broker-stats, brokers/shutdown (broker.loadbalance)
     "magnetar.web.compaction",
     "magnetar.web.offload",
     "magnetar.web.transactions",  # /admin/v3/transactions (transactions)

@@ -22,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from magnetar.web.metrics_lb import LoadBalanceCollector
 from magnetar.web.metrics_process import install_process_metrics
 from magnetar.web.metrics_pulsar import PulsarBrokerCollector
 from magnetar.web.metrics_txn import TransactionCollector
@@ -76,6 +77,7 @@ def install_metrics(app: FastAPI, broker_service: Any) -> CollectorRegistry:
     registry.register(BrokerStatsCollector(broker_service))
     registry.register(PulsarBrokerCollector(broker_service))  # Pulsar's names (metrics_pulsar.py)
     registry.register(TransactionCollector(broker_service))  # pulsar_txn_* (metrics_txn.py)
+    registry.register(LoadBalanceCollector(broker_service))  # pulsar_lb_*, pulsar_bundle_* (metrics_lb.py)
     install_process_metrics(registry, broker_service)
     app.state.metrics_registry = registry
 

@@ -16,12 +16,15 @@ registration path (``/ledgers/available``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from magnetar.bookie.api import AVAILABLE_PATH, RACKS_PATH, READONLY_PATH
 from magnetar.bookkeeper.isolation import BOOKIE_GROUPS_PATH
 from magnetar.broker import errors
+from magnetar.broker.loadbalance.config import DYNAMIC_KEYS as LB_DYNAMIC_KEYS
+from magnetar.broker.loadbalance.config import LoadBalancerConfig
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.api import BrokerServiceView
 from magnetar.metadata import api as md
@@ -79,7 +82,7 @@ class BrokerAdmin:
     # ------------------------------------------------------------ dynamic configuration
     def dynamic_names(self) -> list[str]:
         props = self._svc.config.as_properties()
-        return sorted(k for k in DYNAMIC_KEYS if k in props)
+        return sorted({k for k in DYNAMIC_KEYS if k in props} | set(LB_DYNAMIC_KEYS))
 
     async def overrides(self) -> dict[str, str]:
         return dict(await self._js.get(CONFIG_PATH) or {})
@@ -96,6 +99,8 @@ class BrokerAdmin:
             raise errors.PreconditionFailedError(f"Can't update non-dynamic configuration {name}")
         try:
             new_config = self._svc.config.with_overrides({name: value})
+            if name in LB_DYNAMIC_KEYS:  # checked here: the load manager reads them each round
+                LoadBalancerConfig.from_properties(new_config.as_properties())
         except (ValueError, TypeError) as exc:
             raise errors.PreconditionFailedError(
                 f"Invalid dynamic-config value {value!r} for {name}: {exc}"
@@ -111,7 +116,13 @@ class BrokerAdmin:
         if await self._js.exists(CONFIG_PATH):
             await self._js.update(CONFIG_PATH, lambda d: {k: v for k, v in d.items() if k != name})
         original = self._initial.as_properties().get(name)
-        self._svc.config = self._svc.config.with_overrides({name: original})
+        cfg = self._svc.config
+        if original is None and name in cfg.extra:  # a key of BrokerConfig.extra (loadBalancer*): unset
+            self._svc.config = dataclasses.replace(
+                cfg, extra={k: v for k, v in cfg.extra.items() if k != name}
+            )
+        else:
+            self._svc.config = cfg.with_overrides({name: original})
 
     def internal_configuration(self) -> dict:
         url = getattr(self._svc.config, "metadata_store_url", "") or None

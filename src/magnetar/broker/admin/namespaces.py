@@ -20,6 +20,8 @@ from magnetar.broker import errors
 from magnetar.broker.admin import models as m
 from magnetar.broker.admin.policies import BY_NS_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.admin.tenancy import check_name, config_flag
+from magnetar.broker.loadbalance.config import SPLIT_ALGORITHMS as LB_SPLIT_ALGORITHMS
+from magnetar.broker.loadbalance.split import split_boundaries_at, split_point
 from magnetar.broker.ownership.api import NotOwnedHere
 from magnetar.broker.ownership.bundles import (
     SPLIT_ALGORITHMS,
@@ -30,6 +32,7 @@ from magnetar.broker.ownership.bundles import (
     require_range,
     split_boundaries,
     to_hex,
+    topic_hash,
 )
 from magnetar.broker.resources import default_policies
 from magnetar.broker.resources.namespaces import bundle_boundaries
@@ -161,18 +164,26 @@ class NamespaceAdmin:
             await self._svc.namespace_service.unload_bundle(nb)
 
     async def split_bundle(self, namespace: str, bundle: str, algorithm: str | None = None) -> None:
-        """Splits ``bundle`` in two (``range_equally_divide``); its topics are unloaded and the
-        halves are placed afresh on their next lookup."""
+        """Splits ``bundle`` in two (``range_equally_divide``, or ``topic_count_equally_divide``:
+        half of its topics each side, see broker.loadbalance.split); its topics are unloaded and
+        the halves are placed afresh on their next lookup."""
         _, nb = await self._bundle(namespace, bundle)
         algorithm = algorithm or "range_equally_divide"
-        if algorithm not in SPLIT_ALGORITHMS:
+        if algorithm not in SPLIT_ALGORITHMS and algorithm not in LB_SPLIT_ALGORITHMS:
             raise errors.PreconditionFailedError(f"Unsupported namespace bundle split algorithm {algorithm}")
+        hashes: list[int] = []
+        if algorithm == "topic_count_equally_divide":
+            hashes = [topic_hash(t) for t in await self._svc.list_topics(namespace, mode="ALL")]
 
         async def write() -> None:
             def apply(doc: dict) -> dict:
                 cur = boundaries_of(doc, self._svc.config.default_number_of_namespace_bundles)
                 try:
-                    new = split_boundaries(cur, nb.range.name, algorithm)
+                    if algorithm == "topic_count_equally_divide":
+                        point = split_point(algorithm, nb.range.lower, nb.range.upper, hashes)
+                        new = split_boundaries_at(cur, nb.range.name, point)
+                    else:
+                        new = split_boundaries(cur, nb.range.name, algorithm)
                 except BundleError as exc:
                     raise errors.PreconditionFailedError(str(exc)) from None
                 doc["bundles"] = {"boundaries": to_hex(new), "numBundles": len(new) - 1}

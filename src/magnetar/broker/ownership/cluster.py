@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from magnetar.broker import errors
 from magnetar.broker.ownership.api import (
@@ -100,6 +100,8 @@ class ClusterNamespaceService:
         self._update_pending = False
         self._draining = False  # shutting down: hand bundles over, take none
         self._closed = False
+        # broker.loadbalance: set by the composition root; placement, load reports, shedding.
+        self.load_manager: Any = None
 
     # -- identity ----------------------------------------------------------------------------------
     def broker_id(self) -> str:
@@ -117,26 +119,34 @@ class ClusterNamespaceService:
             pulsar_service_url_tls=self._svc.broker_service_url_tls(),
             num_bundles=len(self.ownership.owned()),
             version=self._version,
+            load=self.load_manager.registration_fields() if self.load_manager is not None else None,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
         await self.registry.start()
+        if self.load_manager is not None:
+            await self.load_manager.start()
 
     async def refresh_registration(self) -> None:
         """Rewrites our registration (after a TLS listener came up)."""
         await self.registry.update()
 
-    async def prepare_shutdown(self) -> None:
+    async def prepare_shutdown(self, max_unloads_per_s: float | None = None) -> None:
         """Graceful stop, before the connections close: leave the broker list (nobody places
         bundles here any more), then unload every owned bundle -- clients get CLOSE_PRODUCER /
-        CLOSE_CONSUMER and look up again on another broker, which takes the bundle."""
+        CLOSE_CONSUMER and look up again on another broker, which takes the bundle.
+        ``max_unloads_per_s`` paces the unloads (``brokers shutdown -m``)."""
         self._draining = True
+        if self.load_manager is not None:
+            await self.load_manager.aclose()
         try:
             await self.registry.aclose()
         except MetadataError as e:
             log.warning("could not leave the broker list (%s)", e)
-        for bundle in self.ownership.owned():
+        for i, bundle in enumerate(self.ownership.owned()):
+            if i and max_unloads_per_s:
+                await self._svc.clock.sleep(1.0 / max_unloads_per_s)
             try:
                 await self.unload_bundle(bundle)
             except (errors.BrokerError, MetadataError) as e:
@@ -149,6 +159,8 @@ class ClusterNamespaceService:
         if self._closed:
             return
         self._closed = True
+        if self.load_manager is not None:
+            await self.load_manager.aclose()
         try:
             await self.ownership.release_all()
             await self.registry.aclose()
@@ -229,6 +241,12 @@ class ClusterNamespaceService:
             for b in brokers:
                 if b.broker_id == hint.destination:
                     return b
+        if self.load_manager is not None:
+            decision = await self.load_manager.select_broker(bundle, brokers, hint.avoid)
+            if decision is not None:
+                if decision.destination is None:  # no broker may take it (isolation): never self
+                    raise errors.ServiceNotReadyError(f"no broker may own {bundle.name}: {decision.reason}")
+                return next((b for b in brokers if b.broker_id == decision.destination), None)
         return choose_broker(bundle.name, brokers, avoid=hint.avoid)
 
     async def check_owned(self, ref: TopicRef) -> None:

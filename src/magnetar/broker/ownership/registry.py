@@ -58,10 +58,12 @@ class BrokerInfo:
     pulsar_service_url_tls: str | None = None
     num_bundles: int = 0
     version: str = ""
+    load: dict | None = None  # the published load report (LocalBrokerData's load fields; loadbalance)
 
     def to_json(self, now_ms: int) -> bytes:
         return json.dumps(
             {
+                **(self.load or {}),
                 "webServiceUrl": self.web_service_url,
                 "webServiceUrlTls": self.web_service_url_tls,
                 "pulsarServiceUrl": self.pulsar_service_url,
@@ -90,6 +92,7 @@ class BrokerInfo:
             pulsar_service_url_tls=doc.get("pulsarServiceUrlTls"),
             num_bundles=int(doc.get("numBundles") or 0),
             version=str(doc.get("brokerVersionString") or ""),
+            load=doc,
         )
 
     def as_dict(self) -> dict:
