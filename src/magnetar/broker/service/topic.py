@@ -100,6 +100,30 @@ _TRANSITIONS = {
 
 
 class PersistentTopic:
+    # Immutable starting values are class attributes, shared by every topic until one assigns
+    # its own: an idle topic's instance dict stays under CPython's 30-key limit for compact
+    # (key-shared) dicts instead of a ~1.6 KB table (benchmarks/topic_memory_bench.py).
+    # Set by the registry: called when the ledger turns out fenced/closed under us.
+    on_fenced: Callable[[PersistentTopic], None] | None = None
+    msg_in_counter = 0
+    bytes_in_counter = 0
+    last_publish_ms = 0
+    _last_entry: tuple[Position, int, bool] | None = None
+    dedup: Any = None  # MessageDeduplication when enabled (set by the registry on load)
+    # transaction.buffer.TransactionBuffer when transactions are enabled (set by the registry on load)
+    txn_buffer: TransactionBuffer | None = None
+    # Policies: the effective value (replaced whole by apply_policies) and the state the
+    # admission checks and the policy enforcer keep per topic (more in __init__).
+    policies: TopicPolicies = UNRESOLVED
+    publish_rate_window: RateWindow | None = None
+    publish_rate_limited_times = 0
+    applied_ml_config: ManagedLedgerConfig | None = None  # the last config the policies set
+    backlog_age_exceeded = False  # the message_age backlog quota is over its limit
+    oldest_backlog_age_s = -1  # oldestBacklogMessageAgeSeconds (under a message_age quota)
+    replicated_subscriptions: ReplicatedSubscriptions | None = None
+    # Set by the registry: sees what remote clusters' replicators store here (their markers).
+    inbound_replication: InboundReplication | None = None
+
     def __init__(
         self,
         ref: TopicRef,
@@ -118,37 +142,19 @@ class PersistentTopic:
         self.state = TopicState.ACTIVE
         self.producers: dict[str, Producer] = {}
         self.access = ProducerAccess(self)
-        # Set by the registry: called when the ledger turns out fenced/closed under us.
-        self.on_fenced: Callable[[PersistentTopic], None] | None = None
         self.subscriptions: dict[str, Subscription] = {}
         self.dispatch_window = DispatchWindow()  # dispatchRate, shared by the subscriptions
-        self.msg_in_counter = 0
         self.rate_in = Rate()
-        self.bytes_in_counter = 0
         self.created_ms = clock.time_ms()
-        self.last_publish_ms = 0
         self._last_active_ms = self.created_ms
-        self._last_entry: tuple[Position, int, bool] | None = None
-        self.dedup: Any = None  # MessageDeduplication when enabled (set by the registry on load)
-        # transaction.buffer.TransactionBuffer when transactions are enabled (set by the registry on load)
-        self.txn_buffer: TransactionBuffer | None = None
         self._adds: set[asyncio.Task[Position]] = set()  # adds in flight (one per SEND)
         # Policies: the effective value (replaced whole by apply_policies) and the state the
         # admission checks and the policy enforcer keep per topic.
-        self.policies: TopicPolicies = UNRESOLVED
-        self.publish_rate_window: RateWindow | None = None
-        self.publish_rate_limited_times = 0
         self.subscribe_rate_windows: dict[tuple[str, str], list[float]] = {}
-        self.applied_ml_config: ManagedLedgerConfig | None = None  # the last config the policies set
         self.subscription_idle_since_ms: dict[str, int] = {}  # subscriptionExpirationTime
-        self.backlog_age_exceeded = False  # the message_age backlog quota is over its limit
-        self.oldest_backlog_age_s = -1  # oldestBacklogMessageAgeSeconds (under a message_age quota)
         self.expired: dict[str, ExpiryCounter] = {}  # messages expired by TTL, per subscription
         # Geo-replication: one replicator per remote cluster (broker.replication starts them).
         self.replicators: dict[str, Replicator] = {}
-        self.replicated_subscriptions: ReplicatedSubscriptions | None = None
-        # Set by the registry: sees what remote clusters' replicators store here (their markers).
-        self.inbound_replication: InboundReplication | None = None
 
     def apply_policies(self, policies: TopicPolicies) -> None:
         """Replace the effective policies (one assignment: readers see old or new, never a mix)."""
