@@ -17,7 +17,9 @@ without comparing documents.  Absent documents are cached too (None).
 ``on_change`` callbacks run (synchronously, from the store's notification)
 whenever a cached topic-policy or namespace document changes, so the
 enforcer can schedule a pass at once instead of waiting for its interval.
-Values are shared: treat them as immutable.
+Values are shared: treat them as immutable.  As a safety net against a lost
+notification (delivery is best-effort), :meth:`resync_if_due` drops the whole
+cache every ``RESYNC_INTERVAL_S``; the enforcer calls it on each periodic pass.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from magnetar.metadata.cache import MetadataCache
 
 # One entry per loaded topic (most are negative: no overrides) and per namespace; a bound.
 MAX_CACHED_DOCUMENTS = 200_000
+RESYNC_INTERVAL_S = 60.0
 
 
 class _JsonDocSerde:
@@ -56,6 +59,16 @@ class PolicyDocuments:
         )
         self.on_change: list[Callable[[], None]] = []
         store.add_listener(self._on_notification)
+        self._next_resync_s: float | None = None
+
+    def resync_if_due(self, now_s: float) -> None:
+        """Every RESYNC_INTERVAL_S (monotonic ``now_s``): forget everything, read again."""
+        if self._next_resync_s is None:
+            self._next_resync_s = now_s + RESYNC_INTERVAL_S
+        elif now_s >= self._next_resync_s:
+            self._next_resync_s = now_s + RESYNC_INTERVAL_S
+            self._topic_docs.invalidate_all()
+            self._ns_docs.invalidate_all()
 
     async def raw(self, ref: TopicRef) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """(topic document, namespace document) as cached; None where absent.  The same

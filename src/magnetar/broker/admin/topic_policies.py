@@ -232,6 +232,8 @@ class PolicyEnforcer:
                 if self._svc.clock.monotonic() >= next_full:
                     next_full = self._svc.clock.monotonic() + self._interval_s
                     self._changed = False
+                    if self._docs is not None:
+                        self._docs.resync_if_due(self._svc.clock.monotonic())
                     await self._pass()
                     await self._inactive_topics()
                 elif self._changed:
@@ -254,7 +256,9 @@ class PolicyEnforcer:
         to the topics that have never had policies applied)."""
         await self._pass(namespace, only_new=only_new, force=not only_new)
 
-    async def _pass(self, namespace: str | None = None, *, only_new: bool = False, force: bool = False) -> None:
+    async def _pass(
+        self, namespace: str | None = None, *, only_new: bool = False, force: bool = False
+    ) -> None:
         async with self._lock:
             for topic in list(self._svc.topics.loaded()):
                 if namespace is not None and topic.ref.namespace != namespace:
