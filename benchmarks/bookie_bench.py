@@ -4,7 +4,9 @@ Prints, for 100-byte and 1 KB entries, with journal fsync on and off
 (journalSyncData), through the in-process client and through TCP
 (server + wire client on localhost):
 
-    adds/s, MB/s, p50 / p99 add latency (ms), journal fsyncs and adds per fsync
+    adds/s, MB/s, p50 / p99 add latency (ms), journal fsyncs and adds per fsync,
+    and CPU microseconds per add (the whole process, journal thread included:
+    steadier than adds/s on a shared machine)
 
 and the raw fdatasync rate of the directory's disk (write 100 bytes +
 fdatasync, back to back, one thread; appending and into preallocated space as
@@ -15,6 +17,9 @@ outstanding add can't beat the raw rate; group commit is what lets many
 outstanding adds go past it.
 
     .venv/bin/python benchmarks/bookie_bench.py [--dir D] [--seconds S] [--concurrency C]
+        [--loop uvloop|asyncio]
+
+The event loop is uvloop by default, as ``magnetar standalone`` and ``magnetar bookie`` run.
 """
 
 from __future__ import annotations
@@ -113,8 +118,10 @@ async def run_case(
 
     j0 = dict(storage.journal.statistics())
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     await asyncio.gather(*(worker(1) for _ in range(concurrency)))
     elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     j1 = storage.journal.statistics()
     if client is not None:
         await client.aclose()
@@ -131,6 +138,7 @@ async def run_case(
         "p99_ms": pct(latencies, 0.99),
         "fsyncs_s": (j1["fsyncs"] - j0["fsyncs"]) / elapsed,
         "adds_per_group": n / groups,
+        "cpu_us": cpu / max(1, n) * 1e6,
     }
 
 
@@ -175,6 +183,8 @@ async def main() -> None:
     )
     ap.add_argument("--local-only", action="store_true", help="skip the TCP cases")
     ap.add_argument("--no-reads", action="store_true", help="skip the read cases")
+    ap.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    ap.add_argument("--sizes", default="100,1024", help="entry sizes in bytes, comma-separated")
     args = ap.parse_args()
     flush_when_empty = not args.no_flush_when_empty
     base = args.dir or tempfile.mkdtemp(prefix="bookie-bench-")
@@ -183,16 +193,17 @@ async def main() -> None:
     print_raw(base, args.seconds, "before")
     print(
         f"each case: {args.seconds:.1f} s, {args.concurrency} adds outstanding (and 1 outstanding for fsync on), "
-        f"journalMaxGroupWaitMSec={args.group_wait_ms:g}, journalFlushWhenQueueEmpty={str(flush_when_empty).lower()}"
+        f"journalMaxGroupWaitMSec={args.group_wait_ms:g}, journalFlushWhenQueueEmpty={str(flush_when_empty).lower()}, "
+        f"event loop {args.loop}"
     )
     header = (
         f"{'path':6} {'entry':>6} {'fsync':>5} {'outst':>5} {'adds/s':>9} {'MB/s':>7} "
-        f"{'p50 ms':>8} {'p99 ms':>8} {'fsyncs/s':>9} {'adds/group':>10}"
+        f"{'p50 ms':>8} {'p99 ms':>8} {'fsyncs/s':>9} {'adds/group':>10} {'cpu us/add':>10}"
     )
     print(header)
     print("-" * len(header))
     for wire in (False,) if args.local_only else (False, True):
-        for size in (100, 1024):
+        for size in [int(x) for x in args.sizes.split(",")]:
             for sync in (True, False):
                 for conc in (1, args.concurrency) if sync else (args.concurrency,):
                     r = await run_case(
@@ -208,7 +219,7 @@ async def main() -> None:
                     print(
                         f"{'tcp' if wire else 'local':6} {size:>6} {'on' if sync else 'off':>5} {conc:>5} "
                         f"{r['adds_s']:>9,.0f} {r['mb_s']:>7.2f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} "
-                        f"{r['fsyncs_s']:>9,.0f} {r['adds_per_group']:>10.1f}",
+                        f"{r['fsyncs_s']:>9,.0f} {r['adds_per_group']:>10.1f} {r['cpu_us']:>10.1f}",
                         flush=True,
                     )
     print_raw(base, args.seconds, "after ")
@@ -229,5 +240,16 @@ async def main() -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _parse_loop() -> str:
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--loop", default="uvloop")
+    return ap.parse_known_args()[0].loop
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    if _parse_loop() == "uvloop":
+        import uvloop
+
+        uvloop.run(main())
+    else:
+        asyncio.run(main())

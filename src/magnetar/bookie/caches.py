@@ -7,6 +7,9 @@ log.  Until the flush is indexed, reads find the entry in either cache.  Both
 caches count their bytes; the storage refuses to let the active one grow
 past its limit (it triggers a flush and makes adds wait).
 
+:class:`WriteCaches` is the pair the storage reads through: the active
+cache and, while a checkpoint writes it out, the one being flushed.
+
 The *read cache* keeps recently read entries, least recently used evicted
 first, bounded by bytes.
 """
@@ -17,37 +20,79 @@ from collections import OrderedDict
 
 
 class WriteCache:
+    """Entries by ledger, then entry id.  Adds come mostly in entry order, so each ledger
+    remembers whether its dict is still in order and a flush sorts only those that are not."""
+
     def __init__(self) -> None:
-        self._entries: dict[tuple[int, int], bytes] = {}
-        self._last_by_ledger: dict[int, int] = {}
+        self._ledgers: dict[int, dict[int, bytes]] = {}
+        self._unordered: set[int] = set()  # ledgers whose entries were not put in id order
         self.size_bytes = 0
 
     def put(self, ledger_id: int, entry_id: int, data: bytes) -> None:
-        key = (ledger_id, entry_id)
-        old = self._entries.get(key)
-        if old is not None:
-            self.size_bytes -= len(old)
-        self._entries[key] = data
+        entries = self._ledgers.get(ledger_id)
+        if entries is None:
+            entries = self._ledgers[ledger_id] = {}
+        else:
+            old = entries.get(entry_id)
+            if old is not None:
+                self.size_bytes -= len(old)
+            elif entry_id < next(reversed(entries)):
+                self._unordered.add(ledger_id)
+        entries[entry_id] = data
         self.size_bytes += len(data)
-        if entry_id > self._last_by_ledger.get(ledger_id, -1):
-            self._last_by_ledger[ledger_id] = entry_id
 
     def get(self, ledger_id: int, entry_id: int) -> bytes | None:
-        return self._entries.get((ledger_id, entry_id))
+        entries = self._ledgers.get(ledger_id)
+        return None if entries is None else entries.get(entry_id)
 
     def last_entry_id(self, ledger_id: int) -> int:
-        return self._last_by_ledger.get(ledger_id, -1)
+        entries = self._ledgers.get(ledger_id)
+        return max(entries) if entries else -1
 
     def delete_ledger(self, ledger_id: int) -> None:
-        for key in [k for k in self._entries if k[0] == ledger_id]:
-            self.size_bytes -= len(self._entries.pop(key))
-        self._last_by_ledger.pop(ledger_id, None)
+        entries = self._ledgers.pop(ledger_id, None)
+        if entries:
+            self.size_bytes -= sum(len(d) for d in entries.values())
+        self._unordered.discard(ledger_id)
 
     def sorted_items(self) -> list[tuple[int, int, bytes]]:
-        return [(k[0], k[1], v) for k, v in sorted(self._entries.items())]
+        out: list[tuple[int, int, bytes]] = []
+        for ledger_id in sorted(self._ledgers):
+            entries = self._ledgers[ledger_id]
+            items = sorted(entries.items()) if ledger_id in self._unordered else entries.items()
+            out.extend([(ledger_id, entry_id, data) for entry_id, data in items])
+        return out
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return sum(len(e) for e in self._ledgers.values())
+
+
+class WriteCaches:
+    """The active write cache and the one a checkpoint is flushing (None between flushes)."""
+
+    def __init__(self) -> None:
+        self.active = WriteCache()
+        self.flushing: WriteCache | None = None
+
+    def get(self, ledger_id: int, entry_id: int) -> bytes | None:
+        data = self.active.get(ledger_id, entry_id)
+        if data is None and self.flushing is not None:
+            data = self.flushing.get(ledger_id, entry_id)
+        return data
+
+    def swap(self) -> WriteCache:
+        """Start a new active cache; the old one becomes the flushing one and is returned."""
+        cache = self.flushing = self.active
+        self.active = WriteCache()
+        return cache
+
+    def flushed(self) -> None:
+        self.flushing = None
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        self.active.delete_ledger(ledger_id)
+        if self.flushing is not None:
+            self.flushing.delete_ledger(ledger_id)
 
 
 class ReadCache:

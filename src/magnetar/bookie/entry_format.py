@@ -55,6 +55,14 @@ def parse_header(entry: bytes | memoryview) -> EntryHeader:
     return EntryHeader(*_HEADER.unpack_from(entry, 0))
 
 
+def header_fields(entry: bytes | memoryview) -> tuple[int, int, int, int]:
+    """(ledger_id, entry_id, lac, length) as a tuple: :func:`parse_header` without the
+    object, for the bookie's add path."""
+    if len(entry) < OVERHEAD:
+        raise MalformedEntry(f"entry of {len(entry)} bytes is shorter than its {OVERHEAD}-byte header")
+    return _HEADER.unpack_from(entry, 0)
+
+
 def decode_entry(
     entry: bytes, expect_ledger: int | None = None, expect_entry: int | None = None
 ) -> tuple[EntryHeader, bytes]:

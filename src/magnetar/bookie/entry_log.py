@@ -66,10 +66,18 @@ def parse_log_file_name(name: str) -> int | None:
         return None
 
 
+_IDS = struct.Struct(">QQ")
+_crc32c = crc32c.crc32c
+
+
+def encode_record_head(ledger_id: int, entry_id: int, data: bytes) -> bytes:
+    """The record's 24-byte header: the record is this, then ``data`` (never copied here)."""
+    crc = _crc32c(data, _crc32c(_IDS.pack(ledger_id, entry_id)))
+    return _REC.pack(16 + len(data), crc, ledger_id, entry_id)
+
+
 def encode_record(ledger_id: int, entry_id: int, data: bytes) -> bytes:
-    head = struct.pack(">QQ", ledger_id, entry_id)
-    crc = crc32c.crc32c(data, crc32c.crc32c(head))
-    return struct.pack(">II", len(head) + len(data), crc) + head + data
+    return encode_record_head(ledger_id, entry_id, data) + data
 
 
 class EntryLogger:
@@ -122,23 +130,30 @@ class EntryLogger:
         touched: dict[int, dict[int, int]] = {}
         chunk: list[bytes] = []
         pending = 0  # bytes in ``chunk``, not yet written
+        usage = self.active_usage
+        base = self._active.size if self._active is not None else 0
         for ledger_id, entry_id, data in entries:
-            if self._active is None or self._active.size + pending >= self._size_limit_bytes:
+            if self._active is None or base + pending >= self._size_limit_bytes:
                 if chunk:
                     self._write(chunk)
                     chunk, pending = [], 0
                 if self._active is not None:
                     touched[self.active_log_id] = dict(self.active_usage)
                 self._rotate()
+                usage = self.active_usage
+                base = self._active.size
             assert self._active is not None
-            rec = encode_record(ledger_id, entry_id, data)
-            locations.append(Location(self.active_log_id, self._active.size + pending, len(rec)))
-            chunk.append(rec)
-            pending += len(rec)
-            self.active_usage[ledger_id] = self.active_usage.get(ledger_id, 0) + len(rec)
+            head = encode_record_head(ledger_id, entry_id, data)
+            size = len(head) + len(data)
+            locations.append(Location(self.active_log_id, base + pending, size))
+            chunk.append(head)
+            chunk.append(data)
+            pending += size
+            usage[ledger_id] = usage.get(ledger_id, 0) + size
             if pending >= 4 * 1024 * 1024:
                 self._write(chunk)
                 chunk, pending = [], 0
+                base = self._active.size
         if chunk:
             self._write(chunk)
         if self._active is not None:

@@ -1,45 +1,39 @@
 """The journal: every add is written here and fsynced before it is acknowledged.
 
-Theory of operation (BookKeeper's Journal):
+Theory of operation (BookKeeper's Journal).  This module is the asynchronous
+half: a queue of encoded records and the writer task that commits them in
+groups.  The files themselves (format, rotation, preallocation, torn tails,
+failed writes) are :mod:`magnetar.bookie.journal_files`, called on the
+journal's own executor thread; the record format is journal_format.py.
 
-* Records are appended to journal files ``{journal_dir}/current/{id:016x}.txn``.
-  Each file starts with a 12-byte header (magic ``MGJ1`` + file id) and holds
-  records framed as ``u32 body length | u32 CRC32-C(body) | body`` where the
-  body is ``u8 type | u64 ledger | i64 entry | data``.  Types: ADD (data = the
-  framed entry), MASTER_KEY (data = the ledger's key) and FENCE.
-* Group commit: ``append_nowait`` queues the encoded record synchronously,
-  so records keep their callers' order (bounded queue, ``journalQueueSize``;
-  ``wait_for_room`` waits for space, ``append`` does both and waits).  One writer task takes everything queued
-  (up to ``journalBufferedWritesThreshold`` bytes and
-  ``journalBufferedEntriesThreshold`` records), then writes the whole group
-  and fsyncs once on the journal's own executor thread, off the event loop.
-  While that fsync runs, the next group builds up in the queue: grouping
-  happens by itself under load.  So with ``journalFlushWhenQueueEmpty`` (on
-  by default here) the writer flushes as soon as the queue is empty, and a
-  lone writer waits for its own fsync only.  With it off, the writer waits up
-  to ``journalMaxGroupWaitMSec`` for more records first (BookKeeper's
-  default; it trades a lone writer's latency for bigger groups).  Only after
-  the fsync are the appends completed (with ``journalSyncData=false`` the
-  fsync is skipped: the add is acknowledged once the OS has the bytes).
+* ``append_nowait`` encodes the record and queues it synchronously, so
+  records keep their callers' order (bounded queue, ``journalQueueSize``;
+  ``wait_for_room`` waits for space, ``append`` does both and waits).  A
+  record is queued as two byte strings, its 25-byte frame + header and the
+  caller's data, so the data is never copied before the group's one write.
+* Adaptive group commit: one writer task takes everything queued (up to
+  ``journalBufferedWritesThreshold`` bytes and
+  ``journalBufferedEntriesThreshold`` records), writes the whole group and
+  fsyncs once on the journal thread, off the event loop.  While that fsync
+  runs, the next group builds up in the queue: under load groups form by
+  themselves.  With ``journalFlushWhenQueueEmpty`` (on by default here) the
+  writer flushes as soon as the queue is empty, so a lone writer waits for
+  its own fsync only.  With it off, the writer first waits up to
+  ``journalMaxGroupWaitMSec`` for more records (BookKeeper's default; it
+  trades a lone writer's latency for bigger groups).  Only after the fsync
+  are the appends completed (with ``journalSyncData=false`` the fsync is
+  skipped: the add is acknowledged once the OS has the bytes).
 * Each record may carry an ``on_durable`` callback, run on the event loop
   right after the fsync and *before* :attr:`Journal.synced_position` moves
   past it.  The storage inserts the entry into its write cache there, so a
   checkpoint that reads ``synced_position`` and swaps the write cache in one
   synchronous step never loses an entry between the two (see storage.py).
-* Files are preallocated ``journalPreAllocSizeMB`` at a time (zero-filled
-  room written in place; cut back on rotation and close, and a zero tail left
-  by a crash is cut quietly on replay).  Files rotate at ``journalMaxSizeMB``.
-  A checkpoint names a :class:`JournalPosition`; files wholly before it are
-  deleted.
-* A failed write (ENOSPC, EIO) fails every add of its group (none is
-  acknowledged) and cuts the file back to where the group started, so the
-  journal never holds a half record in the middle.  If even that fails the
-  journal is *broken* and refuses further appends.
-* Replay (restart): records from the checkpoint mark onward are read back in
-  order.  The first record whose length runs past the end of the file or
-  whose CRC does not match is a torn tail (a crash mid-write): the file is
-  truncated there, and nothing after it is trusted.  A fresh file is then
-  started for new writes.
+* A failed write fails every add of its group (none is acknowledged); the
+  files cut the half-written group off, or mark the journal *broken*
+  (:attr:`broken`), after which appends are refused.
+* Replay (restart) feeds every record from the checkpoint mark onward, in
+  order, to the storage; a fresh file is then started for new writes.
+  Checkpoints delete files wholly before their mark.
 """
 
 from __future__ import annotations
@@ -49,12 +43,11 @@ import collections
 import errno
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 
 from magnetar.bookie.api import BookieError, BookieUnavailableError, DiskFullError, TooManyRequestsError
-from magnetar.bookie.disk import AppendFile, Disk
+from magnetar.bookie.disk import Disk
+from magnetar.bookie.journal_files import JournalFiles
 from magnetar.bookie.journal_format import (
-    FILE_HEADER,
     FILE_HEADER_SIZE,
     FILE_MAGIC,
     MAX_RECORD_BYTES,
@@ -64,6 +57,7 @@ from magnetar.bookie.journal_format import (
     JournalRecord,
     RecordType,
     ScanResult,
+    encode_record_head,
     journal_file_name,
     parse_journal_file_name,
     scan_records,
@@ -74,17 +68,29 @@ from magnetar.runtime import BlockingExecutor, Clock, TaskSupervisor
 log = logging.getLogger(__name__)
 
 _APPEND_QUEUE_TIMEOUT_S = 30.0
-_REPLAY_CHUNK_BYTES = 4 * 1024 * 1024
 _CLOSE_DRAIN_TIMEOUT_S = 10.0
 
 
-@dataclass(slots=True)
 class _Pending:
-    data: bytes
-    future: asyncio.Future[JournalPosition]
-    on_durable: Callable[[], None] | None = None
-    seq: int = 0
-    enqueued: float = 0.0  # monotonic s, for bookie_journal_JOURNAL_ADD_ENTRY
+    """One queued record: frame + header, data, and who waits for it."""
+
+    __slots__ = ("head", "data", "future", "on_durable", "seq", "enqueued")
+
+    def __init__(
+        self,
+        head: bytes,
+        data: bytes,
+        future: asyncio.Future[JournalPosition],
+        on_durable: Callable[[], None] | None,
+        seq: int,
+        enqueued: float,
+    ) -> None:
+        self.head = head
+        self.data = data
+        self.future = future
+        self.on_durable = on_durable
+        self.seq = seq
+        self.enqueued = enqueued  # monotonic s, for bookie_journal_JOURNAL_ADD_ENTRY
 
 
 class Journal:
@@ -106,18 +112,20 @@ class Journal:
         prealloc_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self.directory = f"{directory}/current"
-        self._disk = disk
+        self._files = JournalFiles(
+            self.directory,
+            disk,
+            sync_data=sync_data,
+            file_size_max_bytes=file_size_max_bytes,
+            prealloc_bytes=prealloc_bytes,
+        )
         self._executor = executor
         self._clock = clock
         self._supervisor = supervisor
-        self._sync_data = sync_data
         self._max_group_wait_s = max(0.0, max_group_wait_ms / 1000.0)
         self._flush_when_queue_empty = flush_when_queue_empty
         self._group_bytes_max = max(1, group_bytes_max)
         self._group_records_max = max(1, group_records_max or 1_000_000)
-        self._file_size_max_bytes = file_size_max_bytes
-        self._prealloc_bytes = prealloc_bytes  # journalPreAllocSizeMB
-        self._prealloc_end = 0
         # Bounded queue of records waiting for the writer (a deque + events, so that
         # append_nowait can enqueue synchronously, in the caller's order).
         self._queue: collections.deque[_Pending] = collections.deque()
@@ -125,20 +133,21 @@ class Journal:
         self._nonempty = asyncio.Event()
         self._room = asyncio.Event()
         self._room.set()
-        self._file: AppendFile | None = None
-        self._file_id = 0
-        self._next_file_id = 1
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self._batch: list[_Pending] = []  # taken from the queue, not yet completed
-        self.broken: BaseException | None = None
         self.synced_position = START
         # Records are numbered as they are enqueued; synced_count: every record up to it is durable.
         self.enqueued_count = 0
         self.synced_count = 0
-        self.stats = {"groups": 0, "records": 0, "bytes": 0, "fsyncs": 0}
+        self.stats = self._files.stats  # groups, records, bytes, fsyncs (counted by the files)
         self.add_latency = LatencyBuckets()  # enqueue -> durable, per record
         self.sync_latency = LatencyBuckets()  # one group's write + fsync
+
+    @property
+    def broken(self) -> BaseException | None:
+        """Set when a failed write could not even be cut off: the journal refuses appends."""
+        return self._files.broken
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -153,13 +162,14 @@ class Journal:
         Files are read in bounded chunks; after each chunk ``on_progress`` gets the
         position replayed so far (the storage flushes its write cache there when it
         fills).  Torn tails are truncated.  Must run before :meth:`start`."""
-        await self._executor.run(self._disk.makedirs, self.directory)
-        ids = await self._executor.run(self._list_ids)
+        files = self._files
+        await self._executor.run(files.makedirs)
+        ids = await self._executor.run(files.list_ids)
         count = 0
         for file_id in ids:
             if file_id < mark.file_id:
                 continue
-            if not await self._executor.run(self._check_header, file_id):
+            if not await self._executor.run(files.check_header, file_id):
                 continue
             offset = (
                 mark.offset
@@ -168,60 +178,14 @@ class Journal:
             )
             done = False
             while not done:
-                records, offset, done = await self._executor.run(self._scan_chunk, file_id, offset)
+                records, offset, done = await self._executor.run(files.scan_chunk, file_id, offset)
                 for rec in records:
                     apply(rec)
                     count += 1
                 if on_progress is not None:
                     await on_progress(JournalPosition(file_id, offset))
-        self._next_file_id = (ids[-1] + 1) if ids else max(1, mark.file_id + 1)
+        files.next_file_id = (ids[-1] + 1) if ids else max(1, mark.file_id + 1)
         return count
-
-    def _list_ids(self) -> list[int]:
-        ids = [parse_journal_file_name(n) for n in self._disk.listdir(self.directory)]
-        return sorted(i for i in ids if i is not None)
-
-    def _path(self, file_id: int) -> str:
-        return f"{self.directory}/{journal_file_name(file_id)}"
-
-    def _check_header(self, file_id: int) -> bool:
-        path = self._path(file_id)
-        head = self._disk.read_at(path, 0, FILE_HEADER_SIZE)
-        if len(head) < FILE_HEADER_SIZE:
-            log.warning("journal %s: header torn (%d bytes); truncating to empty", path, len(head))
-            self._disk.truncate(path, 0)
-            return False
-        magic, fid = FILE_HEADER.unpack_from(head, 0)
-        if magic != FILE_MAGIC or fid != file_id:
-            raise BookieError(f"journal file {path} has a bad header ({magic!r}, id {fid})")
-        return True
-
-    def _scan_chunk(self, file_id: int, offset: int) -> tuple[list[JournalRecord], int, bool]:
-        """Records from ``offset`` in one bounded read: (records, next offset, file done)."""
-        path = self._path(file_id)
-        size = self._disk.size(path)
-        if offset >= size:
-            return [], offset, True
-        buf = self._disk.read_at(path, offset, min(_REPLAY_CHUNK_BYTES, size - offset))
-        res = scan_records(buf, 0)
-        end = offset + res.good_end
-        if not res.torn:
-            return res.records, end, end >= size
-        if res.incomplete and offset + len(buf) < size:
-            if res.good_end > 0:
-                return res.records, end, False  # the next read starts at the split record
-            if offset + res.next_record_bytes <= size:  # one record bigger than a chunk
-                whole = scan_records(self._disk.read_at(path, offset, res.next_record_bytes), 0)
-                if not whole.torn:
-                    end = offset + whole.good_end
-                    return whole.records, end, end >= size
-        tail = buf[res.good_end : res.good_end + 64]
-        if tail.count(0) == len(tail):  # the zero-filled room preallocation left: not a torn write
-            log.debug("journal %s: cutting preallocated tail at %d", path, end)
-        else:
-            log.warning("journal %s: torn tail at offset %d (%d bytes dropped)", path, end, size - end)
-        self._disk.truncate(path, end)
-        return res.records, end, True
 
     def start(self) -> None:
         if self._writer is None:
@@ -233,7 +197,7 @@ class Journal:
         self._closed = True
         deadline = self._clock.monotonic() + _CLOSE_DRAIN_TIMEOUT_S
         while (
-            (self._queue or self._in_flight)
+            (self._queue or self._batch)
             and self._clock.monotonic() < deadline
             and self.broken is None
             and self._writer is not None
@@ -247,17 +211,7 @@ class Journal:
             p = self._queue.popleft()
             if not p.future.done():
                 p.future.set_exception(BookieUnavailableError("journal closed"))
-        if self._file is not None:
-            await self._executor.run(self._close_file)
-
-    def _close_file(self) -> None:
-        if self._file is not None:
-            try:
-                self._file.truncate(self._file.size)  # drop the preallocated zeros
-                self._file.fsync()
-            finally:
-                self._file.close()
-                self._file = None
+        await self._executor.run(self._files.close)
 
     # --- appends --------------------------------------------------------------------------
 
@@ -276,23 +230,48 @@ class Journal:
             except TimeoutError:
                 pass
 
+    def has_room(self, records: int) -> bool:
+        """``records`` more fit in the queue now (then no :meth:`wait_for_room` is needed)."""
+        return len(self._queue) + records <= self._queue_max
+
     def append_nowait(
         self, record: JournalRecord, on_durable: Callable[[], None] | None = None
     ) -> asyncio.Future[JournalPosition]:
         """Enqueue ``record`` now (in call order); the future completes once it is durable.
         Raises TooManyRequestsError when the queue is full (see :meth:`wait_for_room`)."""
+        return self.append_fields_nowait(
+            record.type, record.ledger_id, record.entry_id, record.data, on_durable
+        )
+
+    def append_fields_nowait(
+        self,
+        rtype: RecordType,
+        ledger_id: int,
+        entry_id: int,
+        data: bytes,
+        on_durable: Callable[[], None] | None = None,
+    ) -> asyncio.Future[JournalPosition]:
+        """:meth:`append_nowait` without a :class:`JournalRecord` (the storage's add path)."""
         if self._closed:
             raise BookieUnavailableError("journal closed")
-        if self.broken is not None:
-            raise BookieError(f"journal is broken: {self.broken}")
+        if self._files.broken is not None:
+            raise BookieError(f"journal is broken: {self._files.broken}")
         if len(self._queue) >= self._queue_max:
             raise TooManyRequestsError("journal queue full")
         fut: asyncio.Future[JournalPosition] = asyncio.get_running_loop().create_future()
         self.enqueued_count += 1
         self._queue.append(
-            _Pending(record.encode(), fut, on_durable, self.enqueued_count, self._clock.monotonic())
+            _Pending(
+                encode_record_head(rtype, ledger_id, entry_id, data),
+                data,
+                fut,
+                on_durable,
+                self.enqueued_count,
+                self._clock.monotonic(),
+            )
         )
-        self._nonempty.set()
+        if not self._nonempty.is_set():
+            self._nonempty.set()
         return fut
 
     async def append(
@@ -301,6 +280,8 @@ class Journal:
         """Write ``record``; returns once it is durable (group commit)."""
         await self.wait_for_room()
         return await self.append_nowait(record, on_durable)
+
+    # --- the writer -----------------------------------------------------------------------
 
     async def _run(self) -> None:
         try:
@@ -311,16 +292,17 @@ class Journal:
                     p.future.set_exception(BookieUnavailableError("journal stopped"))
             self._batch = []
 
-    @property
-    def _in_flight(self) -> int:
-        return len(self._batch)
-
     async def _write_loop(self) -> None:
+        clock = self._clock
         while True:
             batch = await self._take_group()
-            t0 = self._clock.monotonic()
+            chunks = []
+            for p in batch:
+                chunks.append(p.head)
+                chunks.append(p.data)
+            t0 = clock.monotonic()
             try:
-                pos = await self._executor.run(self._write_group, [p.data for p in batch])
+                pos = await self._executor.run(self._files.write_group, chunks, len(batch))
             except OSError as exc:
                 err: BookieError
                 if exc.errno == errno.ENOSPC:
@@ -337,34 +319,41 @@ class Journal:
                     if not p.future.done():
                         p.future.set_exception(BookieUnavailableError(f"journal stopped: {exc!r}"))
                 raise
-            for p in batch:
-                if p.on_durable is not None:
-                    try:
-                        p.on_durable()
-                    except Exception:  # a bug there must not stop the journal
-                        log.exception("journal on_durable callback failed")
-            now = self._clock.monotonic()
-            self.sync_latency.record((now - t0) * 1000)
-            for p in batch:
-                self.add_latency.record((now - p.enqueued) * 1000)
-            self.synced_position = pos
-            self.synced_count = batch[-1].seq
-            for p in batch:
-                if not p.future.done():
-                    p.future.set_result(pos)
-            self._batch = []
+            self._complete(batch, pos, t0)
+
+    def _complete(self, batch: list[_Pending], pos: JournalPosition, t0: float) -> None:
+        """The group is durable: callbacks first (write cache), then the mark, then the futures."""
+        for p in batch:
+            if p.on_durable is not None:
+                try:
+                    p.on_durable()
+                except Exception:  # a bug there must not stop the journal
+                    log.exception("journal on_durable callback failed")
+        now = self._clock.monotonic()
+        self.sync_latency.record((now - t0) * 1000)
+        record = self.add_latency.record
+        self.synced_position = pos
+        self.synced_count = batch[-1].seq
+        for p in batch:
+            record((now - p.enqueued) * 1000)
+            fut = p.future
+            if not fut.done():
+                fut.set_result(pos)
+        self._batch = []
 
     async def _take_group(self) -> list[_Pending]:
-        while not self._queue:
+        queue = self._queue
+        while not queue:
             self._nonempty.clear()
             await self._nonempty.wait()
-        first = self._queue.popleft()
+        first = queue.popleft()
         batch = self._batch = [first]
         nbytes = len(first.data)
         deadline = self._clock.monotonic() + self._max_group_wait_s
         waited = self._flush_when_queue_empty  # then an empty queue ends the group at once
-        queue = self._queue
-        while len(batch) < self._group_records_max and nbytes < self._group_bytes_max:
+        records_max = self._group_records_max
+        bytes_max = self._group_bytes_max
+        while len(batch) < records_max and nbytes < bytes_max:
             if queue:
                 item = queue.popleft()
                 batch.append(item)
@@ -375,83 +364,21 @@ class Journal:
                 break
             waited = True
             await self._clock.sleep(remaining)
-        self._room.set()
+        if not self._room.is_set():
+            self._room.set()
         return batch
-
-    def _write_group(self, chunks: list[bytes]) -> JournalPosition:
-        """On the journal thread: one write, one fsync."""
-        if self.broken is not None:
-            raise OSError(errno.EIO, f"journal broken: {self.broken}")
-        if self._file is None or self._file.size >= self._file_size_max_bytes:
-            self._rotate()
-        f = self._file
-        assert f is not None
-        start = f.size
-        data = b"".join(chunks)
-        if start + len(data) > self._prealloc_end and self._prealloc_bytes > 0:
-            prealloc = getattr(f, "preallocate", None)
-            if prealloc is not None:
-                prealloc(max(self._prealloc_bytes, len(data)))
-                self._prealloc_end = start + max(self._prealloc_bytes, len(data))
-        try:
-            f.write(data)
-            if self._sync_data:
-                f.fsync()
-                self.stats["fsyncs"] += 1
-        except OSError:
-            try:
-                f.truncate(start)
-                f.fsync()
-            except OSError as exc2:
-                self.broken = exc2
-            raise
-        self.stats["groups"] += 1
-        self.stats["records"] += len(chunks)
-        self.stats["bytes"] += len(data)
-        return JournalPosition(self._file_id, f.size)
-
-    def _rotate(self) -> None:
-        if self._file is not None:
-            self._file.truncate(self._file.size)  # drop the preallocated zeros
-            self._file.fsync()
-            self._file.close()
-            self._file = None
-        file_id = self._next_file_id
-        self._disk.makedirs(self.directory)
-        f = self._disk.open_append(f"{self.directory}/{journal_file_name(file_id)}")
-        try:
-            if f.size:
-                f.truncate(0)
-            f.write(FILE_HEADER.pack(FILE_MAGIC, file_id))
-            f.fsync()
-            self._disk.sync_dir(self.directory)
-        except OSError:
-            f.close()
-            raise
-        self._file = f
-        self._prealloc_end = 0
-        self._file_id = file_id
-        self._next_file_id = file_id + 1
 
     # --- checkpoints ------------------------------------------------------------------------
 
     async def delete_files_before(self, mark: JournalPosition) -> int:
         """Delete journal files wholly before ``mark`` (never the one being written)."""
-        return await self._executor.run(self._delete_before, mark)
-
-    def _delete_before(self, mark: JournalPosition) -> int:
-        n = 0
-        for file_id in self._list_ids():
-            if file_id < mark.file_id and file_id != self._file_id:
-                self._disk.delete(f"{self.directory}/{journal_file_name(file_id)}")
-                n += 1
-        return n
+        return await self._executor.run(self._files.delete_before, mark)
 
     def file_ids(self) -> Iterator[int]:
-        return iter(self._list_ids())
+        return iter(self._files.list_ids())
 
     def statistics(self) -> dict[str, int]:
-        return {**self.stats, "queued": len(self._queue), "file_id": self._file_id}
+        return {**self.stats, "queued": len(self._queue), "file_id": self._files.file_id}
 
 
 __all__ = [

@@ -8,21 +8,14 @@ Theory of operation:
   write cache and the ledger's LAC / last entry move; then the add returns.
   Only durable entries are ever visible.
 * **Checkpoint** (every ``flushInterval``, when the write cache fills, on
-  close): in one synchronous step read the journal's ``synced_position`` (the
-  mark) and swap the active write cache for an empty one.  Every record at or
-  before the mark had its callback run before the mark moved, so it is in the
-  swapped-out cache or an older, already flushed one.  The swapped cache is
-  written, sorted, to the active entry log (one fsync) and then the locations,
-  dirty ledger states, per-log usage and the mark go into the index in one
-  synced batch.  Journal files before the mark are then deleted.
+  close): the write cache goes to an entry log and the index, with the
+  journal position it covers; older journal files are then deleted
+  (storage_checkpoint.py).  Adds wait (bounded) while the cache is full.
 * **Restart**: load ledger states and the mark from the index, replay the
   journal from the mark into the write cache (torn tail truncated), start a
   fresh journal file and entry log, checkpoint.
-* **Read**: active cache, flushing cache, read cache, then index + entry log
-  (on the read executor); ``LAST_ENTRY`` means the highest entry id stored.
-  ``read_entries(first, last)`` reads a range in one call (a batch read): the
-  run the caches hold is answered at once, a miss goes to the entry log once
-  and its read-ahead fills the cache for the entries after it.
+* **Read**: write caches, read cache, then index + entry log with
+  read-ahead, single entries or ranges (storage_reads.py).
 * **Fence**: mark fenced in memory at once (new adds fail) and write a FENCE
   record to the journal; return when it is durable.  Journal order makes any
   add queued before the fence durable (and readable) before the fence returns.
@@ -32,12 +25,7 @@ Theory of operation:
 * Several ``ledgerDirectories``: entry logs of ledger L go to directory
   ``L % n`` (entry_log.EntryLogSet); the index lives in the first one.
 
-State machine (transitions only in ``_set_state``):
-
-    NEW --open--> WRITABLE <--disk check / journal broken--> READ_ONLY
-    any --aclose--> CLOSED
-
-In READ_ONLY adds fail with BookieReadOnlyError; reads and fencing go on.
+States NEW, WRITABLE, READ_ONLY, CLOSED: storage_state.py.
 Blocking work runs on three executors: the journal's own thread, one storage
 thread (checkpoint flushes, compaction, index writes: serialised) and a small
 read pool.
@@ -46,82 +34,44 @@ read pool.
 from __future__ import annotations
 
 import asyncio
-import enum
 import errno
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import NoReturn
 
 from magnetar.bookie.api import (
-    LAST_ENTRY,
     BadRequestError,
     BookieError,
     BookieReadOnlyError,
     BookieUnavailableError,
     DiskFullError,
     LedgerFencedError,
-    NoSuchEntryError,
-    TooManyRequestsError,
 )
-from magnetar.bookie.caches import ReadCache, WriteCache
+from magnetar.bookie.caches import ReadCache, WriteCaches
 from magnetar.bookie.config import BookieConfig
 from magnetar.bookie.disk import Disk, DiskUsage, RealDisk
-from magnetar.bookie.entry_format import MalformedEntry, parse_header
-from magnetar.bookie.entry_log import EntryLogCorruption, EntryLogSet
+from magnetar.bookie.entry_format import MalformedEntry, header_fields
+from magnetar.bookie.entry_log import EntryLogSet
 from magnetar.bookie.index import (
     LEDGER_PREFIX,
     MARK_KEY,
     Batch,
     IndexStore,
     LedgerState,
-    Location,
     RocksIndexStore,
-    encode_log_usage,
-    entry_key,
     ledger_entries_range,
     ledger_key,
-    log_key,
 )
 from magnetar.bookie.journal import START, Journal, JournalPosition, JournalRecord, RecordType
 from magnetar.bookie.lac import LacWaiters
 from magnetar.bookie.ledger_table import LedgerTable
+from magnetar.bookie.storage_checkpoint import Checkpointer
+from magnetar.bookie.storage_reads import StorageReads
+from magnetar.bookie.storage_state import TRANSITIONS, StoragePaths, StorageState
 from magnetar.common.latency import LatencyBuckets
 from magnetar.runtime import BlockingExecutor, Clock, RealClock, TaskSupervisor
 
 log = logging.getLogger(__name__)
-
-_CACHE_ROOM_TIMEOUT_S = 10.0  # BK dbStorage_maxThrottleTimeMs
-_READ_AHEAD_BYTES = 256 * 1024  # one read on a cache miss; following entries go to the read cache
-
-
-class StorageState(enum.Enum):
-    NEW = "new"
-    WRITABLE = "writable"
-    READ_ONLY = "read_only"
-    CLOSED = "closed"
-
-
-_TRANSITIONS: dict[StorageState, frozenset[StorageState]] = {
-    StorageState.NEW: frozenset({StorageState.WRITABLE, StorageState.CLOSED}),
-    StorageState.WRITABLE: frozenset({StorageState.READ_ONLY, StorageState.CLOSED}),
-    StorageState.READ_ONLY: frozenset({StorageState.WRITABLE, StorageState.CLOSED}),
-    StorageState.CLOSED: frozenset(),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class StoragePaths:
-    journal_dir: str
-    ledger_dir: str
-
-    @property
-    def entry_log_dir(self) -> str:
-        return f"{self.ledger_dir}/current"
-
-    @property
-    def index_dir(self) -> str:
-        return f"{self.ledger_dir}/current/index"
 
 
 class LedgerStorage:
@@ -169,12 +119,11 @@ class LedgerStorage:
         self.index: IndexStore | None = None
         self.table = LedgerTable(self._bookie_id)
         self.ledgers = self.table.states  # ledger id -> state (read-only view for callers)
-        self._active = WriteCache()
-        self._flushing: WriteCache | None = None
+        self.write_caches = WriteCaches()
+        self._write_cache_max_bytes = config.write_cache_max_size_bytes
         self._read_cache = ReadCache(config.read_cache_max_size_bytes)
-        self._checkpoint_lock = asyncio.Lock()
-        self._cache_room = asyncio.Event()
-        self._cache_room.set()
+        self._reads = StorageReads(self)
+        self.checkpointer = Checkpointer(self)
         self._lac = LacWaiters(self.clock, config.max_lac_waiters)
         self.mark = START
         self._replayed_to = START
@@ -196,7 +145,7 @@ class LedgerStorage:
     def _set_state(self, new: StorageState, reason: str = "") -> None:
         if new == self.state:
             return
-        if new not in _TRANSITIONS[self.state]:
+        if new not in TRANSITIONS[self.state]:
             raise BookieError(f"storage cannot go from {self.state.value} to {new.value}")
         log.info("bookie %s storage %s -> %s %s", self.bookie_id, self.state.value, new.value, reason)
         self.state = new
@@ -208,6 +157,10 @@ class LedgerStorage:
         if self.state in (StorageState.NEW, StorageState.CLOSED):
             return
         self._set_state(StorageState.READ_ONLY if read_only else StorageState.WRITABLE, reason)
+
+    @property
+    def closed(self) -> bool:
+        return self.state == StorageState.CLOSED
 
     @property
     def read_only(self) -> bool:
@@ -236,12 +189,12 @@ class LedgerStorage:
         self._set_state(StorageState.WRITABLE)
         if disk_full:  # start anyway: the replayed entries stay readable from the write cache
             self._set_state(StorageState.READ_ONLY, disk_full)
-        self.supervisor.spawn(self._periodic_checkpoint(), name="checkpoint")
+        self.supervisor.spawn(self.checkpointer.run_periodically(), name="checkpoint")
         return replayed
 
     async def _replay_progress(self, position: JournalPosition) -> None:
         self._replayed_to = position
-        if self._active.size_bytes >= self.config.write_cache_max_size_bytes // 2:
+        if self.write_caches.active.size_bytes >= self._write_cache_max_bytes // 2:
             try:
                 await self._checkpoint_now(position)  # bounded memory while replaying a long journal
             except OSError as exc:
@@ -297,7 +250,7 @@ class LedgerStorage:
             st.fenced = True
         elif rec.type == RecordType.ADD:
             try:
-                lac = parse_header(rec.data).lac
+                lac = header_fields(rec.data)[2]
             except MalformedEntry:
                 lac = -1
             self._apply_add(st, rec.ledger_id, rec.entry_id, rec.data, lac)
@@ -305,7 +258,7 @@ class LedgerStorage:
     def _apply_add(self, st: LedgerState, ledger_id: int, entry_id: int, data: bytes, lac: int) -> None:
         if not self.table.is_current(ledger_id, st):
             return
-        self._active.put(ledger_id, entry_id, data)
+        self.write_caches.active.put(ledger_id, entry_id, data)
         self._read_cache.invalidate(ledger_id, entry_id)
         if entry_id > st.last_entry_id:
             st.last_entry_id = entry_id
@@ -317,68 +270,74 @@ class LedgerStorage:
     # --- adds -------------------------------------------------------------------------------
 
     def _check_writable(self) -> None:
-        if self.state == StorageState.READ_ONLY:
-            raise BookieReadOnlyError(f"bookie is read-only: {self.read_only_reason}", self.bookie_id)
-        if self.state != StorageState.WRITABLE:
+        if self.state is not StorageState.WRITABLE:
+            if self.state == StorageState.READ_ONLY:
+                raise BookieReadOnlyError(f"bookie is read-only: {self.read_only_reason}", self.bookie_id)
             raise BookieUnavailableError(f"bookie storage is {self.state.value}", self.bookie_id)
 
     async def add_entry(
         self, ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, *, recovery: bool = False
     ) -> None:
+        # The hot path: one coroutine frame, no await before the journal enqueue unless the
+        # write cache or the journal queue is full.
         try:
-            header = parse_header(entry)
+            hdr_ledger, hdr_entry, lac, _ = header_fields(entry)
         except MalformedEntry as exc:
             raise BadRequestError(str(exc), self.bookie_id) from None
-        if header.ledger_id != ledger_id or header.entry_id != entry_id or entry_id < 0:
+        if hdr_ledger != ledger_id or hdr_entry != entry_id or entry_id < 0:
             raise BadRequestError(
-                f"entry header says {header.ledger_id}:{header.entry_id}, request says {ledger_id}:{entry_id}",
+                f"entry header says {hdr_ledger}:{hdr_entry}, request says {ledger_id}:{entry_id}",
                 self.bookie_id,
             )
         t0 = self.clock.monotonic()
         self._check_writable()
-        await self._wait_cache_room()
-        await self.journal.wait_for_room(2)
+        if self.write_caches.active.size_bytes >= self._write_cache_max_bytes or not self.journal.has_room(2):
+            await self.checkpointer.wait_for_cache_room(self._write_cache_max_bytes)
+            await self.journal.wait_for_room(2)
+            self._check_writable()
         # No await from here to the journal enqueue: the fence check and the journal order agree
         # (a fence enqueued later is durable later, so whoever fences sees this entry).
-        self._check_writable()
         st, created = self.table.for_write(ledger_id, master_key)
         if st.fenced and not recovery:
             raise LedgerFencedError(f"ledger {ledger_id} is fenced", self.bookie_id)
-        waits = []
-        if created:
-            waits.append(
-                self._journal_nowait(JournalRecord(RecordType.MASTER_KEY, ledger_id, -1, master_key))
-            )
-        record = JournalRecord(RecordType.ADD, ledger_id, entry_id, entry)
-        waits.append(
-            self._journal_nowait(record, lambda: self._apply_add(st, ledger_id, entry_id, entry, header.lac))
-        )
-        await self._await_journal(*waits)
-        self.add_latency.record((self.clock.monotonic() - t0) * 1000)  # bookkeeper_server_ADD_ENTRY_REQUEST
-        if self._active.size_bytes >= self.config.write_cache_max_size_bytes // 2:
-            self._trigger_checkpoint()
-
-    def _journal_nowait(
-        self, record: JournalRecord, on_durable: Callable[[], None] | None = None
-    ) -> asyncio.Future[JournalPosition]:
         try:
-            return self.journal.append_nowait(record, on_durable)
+            if created:
+                key_written = self.journal.append_fields_nowait(
+                    RecordType.MASTER_KEY, ledger_id, -1, master_key
+                )
+            durable = self.journal.append_fields_nowait(
+                RecordType.ADD,
+                ledger_id,
+                entry_id,
+                entry,
+                lambda: self._apply_add(st, ledger_id, entry_id, entry, lac),
+            )
         except BookieError as exc:
             self._journal_failed(exc)
-
-    async def _await_journal(self, *waits: Awaitable[object]) -> None:
-        if len(waits) == 1:  # the common case: no extra task per add
+        if created:  # the ledger's first entry here: the key record too
+            await self._await_journal(key_written, durable)
+        else:
             try:
-                await waits[0]
+                await durable
             except Exception as exc:
                 self._journal_failed(exc)
-            return
+        self.add_latency.record((self.clock.monotonic() - t0) * 1000)  # bookkeeper_server_ADD_ENTRY_REQUEST
+        if self.write_caches.active.size_bytes >= self._write_cache_max_bytes // 2:
+            self.checkpointer.trigger()
+
+    async def _await_journal(self, *waits: Awaitable[object]) -> None:
         results = await asyncio.gather(*waits, return_exceptions=True)
         for r in results:
             if isinstance(r, Exception):
                 self._journal_failed(r)
             elif isinstance(r, BaseException):
                 raise r
+
+    def _journal_nowait(self, record: JournalRecord) -> asyncio.Future[JournalPosition]:
+        try:
+            return self.journal.append_nowait(record)
+        except BookieError as exc:
+            self._journal_failed(exc)
 
     def _journal_failed(self, exc: Exception) -> NoReturn:
         if isinstance(exc, DiskFullError):
@@ -389,22 +348,6 @@ class LedgerStorage:
             exc.bookie_id = exc.bookie_id or self.bookie_id
             raise exc
         raise BookieError(f"journal failure: {exc!r}", self.bookie_id) from exc
-
-    async def _wait_cache_room(self) -> None:
-        if self._active.size_bytes < self.config.write_cache_max_size_bytes:
-            return
-        self._trigger_checkpoint()
-        deadline = self.clock.monotonic() + _CACHE_ROOM_TIMEOUT_S
-        while self._active.size_bytes >= self.config.write_cache_max_size_bytes:
-            remaining = deadline - self.clock.monotonic()
-            if remaining <= 0:
-                raise TooManyRequestsError("write cache full and flush is not keeping up", self.bookie_id)
-            self._cache_room.clear()
-            self._trigger_checkpoint()
-            try:
-                await asyncio.wait_for(self._cache_room.wait(), remaining)
-            except TimeoutError:
-                pass
 
     # --- fencing, reads, LAC ----------------------------------------------------------------
 
@@ -426,93 +369,11 @@ class LedgerStorage:
     async def read_entry(
         self, ledger_id: int, entry_id: int, *, fence: bool = False, master_key: bytes = b""
     ) -> bytes:
-        if fence:
-            await self.fence(ledger_id, master_key)
-        if self.state == StorageState.CLOSED:
-            raise BookieUnavailableError("bookie storage is closed", self.bookie_id)
-        st = self.table.existing(ledger_id)
-        if entry_id == LAST_ENTRY:
-            entry_id = st.last_entry_id
-            if entry_id < 0:
-                raise NoSuchEntryError(f"ledger {ledger_id} has no entries here", self.bookie_id)
-        elif entry_id < 0:
-            raise BadRequestError(f"bad entry id {entry_id}", self.bookie_id)
-        data = self._cached(ledger_id, entry_id)
-        if data is not None:
-            return data
-        run = None
-        for _attempt in range(2):  # compaction may move the entry between lookup and read
-            try:
-                run = await self.read_executor.run(self._read_sync, ledger_id, entry_id)
-            except FileNotFoundError:
-                continue
-            except EntryLogCorruption as exc:
-                raise BookieError(f"stored entry is corrupt: {exc}", self.bookie_id) from None
-            break
-        if run:
-            data = run[0][1]
-            for eid, ahead in run[1:]:
-                newer = self._active.get(ledger_id, eid) is not None or (
-                    self._flushing is not None and self._flushing.get(ledger_id, eid) is not None
-                )
-                if not newer:
-                    self._read_cache.put(ledger_id, eid, ahead)
-        if data is None:
-            data = self._cached(ledger_id, entry_id)  # flushed or compacted while we looked
-        if data is None:
-            raise NoSuchEntryError(f"entry {ledger_id}:{entry_id} not found", self.bookie_id)
-        self._read_cache.put(ledger_id, entry_id, data)
-        return data
+        return await self._reads.read_entry(ledger_id, entry_id, fence=fence, master_key=master_key)
 
     async def read_entries(self, ledger_id: int, first: int, last: int, max_bytes: int = 0) -> list[bytes]:
-        """Entries ``first..last`` in order (a batch read); stops early at ``max_bytes``
-        (0: no limit, at least one entry is returned) or at the first entry this bookie does
-        not have (NoSuchEntryError only if it lacks ``first``)."""
-        if first < 0 or last < first:
-            raise BadRequestError(f"bad entry range {first}..{last}", self.bookie_id)
-        out: list[bytes] = []
-        nbytes = 0
-        for entry_id in range(first, last + 1):
-            data = self._cached(ledger_id, entry_id)
-            if data is None:
-                try:
-                    data = await self.read_entry(ledger_id, entry_id)
-                except NoSuchEntryError:
-                    if not out:
-                        raise
-                    break
-            out.append(data)
-            nbytes += len(data)
-            if max_bytes and nbytes >= max_bytes:
-                break
-        return out
-
-    def _cached(self, ledger_id: int, entry_id: int) -> bytes | None:
-        data = self._active.get(ledger_id, entry_id)
-        if data is None and self._flushing is not None:
-            data = self._flushing.get(ledger_id, entry_id)
-        if data is None:
-            data = self._read_cache.get(ledger_id, entry_id)
-        return data
-
-    def _read_sync(self, ledger_id: int, entry_id: int) -> list[tuple[int, bytes]] | None:
-        """The entry, then read-ahead entries that the index confirms live where they were read."""
-        assert self.index is not None
-        raw = self.index.get(entry_key(ledger_id, entry_id))
-        if raw is None:
-            return None
-        loc = Location.decode(raw)
-        if self.config.read_ahead_batch_size <= 1:
-            return [(entry_id, self.entry_logger.read(loc, ledger_id, entry_id))]
-        run = self.entry_logger.read_run(
-            loc, ledger_id, entry_id, _READ_AHEAD_BYTES, self.config.read_ahead_batch_size
-        )
-        out = [(entry_id, run[0].data)]
-        for rec in run[1:]:
-            if self.index.get(entry_key(ledger_id, rec.entry_id)) != rec.location.encode():
-                break  # a newer copy lives elsewhere: stop rather than cache a stale one
-            out.append((rec.entry_id, rec.data))
-        return out
+        """Entries ``first..last`` in order (a batch read; storage_reads.py)."""
+        return await self._reads.read_entries(ledger_id, first, last, max_bytes)
 
     async def read_lac(self, ledger_id: int) -> int:
         st = self.table.live(ledger_id)
@@ -534,19 +395,10 @@ class LedgerStorage:
     async def disk_usage(self) -> DiskUsage:
         return await self.read_executor.run(self.disk.usage, self.paths.ledger_dir)
 
-    # --- checkpoints ------------------------------------------------------------------------
+    # --- checkpoints (storage_checkpoint.py) ------------------------------------------------
 
     def _trigger_checkpoint(self) -> None:
-        if not self._checkpoint_lock.locked() and not self.supervisor.closed:
-            self.supervisor.spawn(self.checkpoint(), name="checkpoint-now")
-
-    async def _periodic_checkpoint(self) -> None:
-        while True:
-            await self.clock.sleep(self.config.flush_interval_ms / 1000.0)
-            try:
-                await self.checkpoint()
-            except Exception:
-                log.exception("bookie %s checkpoint failed; will retry", self.bookie_id)
+        self.checkpointer.trigger()
 
     async def checkpoint(self) -> JournalPosition:
         if self.state not in (StorageState.WRITABLE, StorageState.READ_ONLY):
@@ -554,61 +406,7 @@ class LedgerStorage:
         return await self._checkpoint_now()
 
     async def _checkpoint_now(self, replay_mark: JournalPosition | None = None) -> JournalPosition:
-        async with self._checkpoint_lock:
-            # --- one synchronous step: the mark and the cache swap agree ---
-            # After a restart the write cache also holds what the replay read, up to _replayed_to
-            # (the journal's own position starts over in a new file).
-            mark = (
-                replay_mark
-                if replay_mark is not None
-                else max(self.journal.synced_position, self._replayed_to)
-            )
-            synced_count = self.journal.synced_count
-            if mark < self.mark:
-                mark = self.mark
-            cache = self._active
-            self._active = WriteCache()
-            self._flushing = cache
-            dirty = self.table.take_dirty()
-            items = cache.sorted_items()
-            # --------------------------------------------------------------
-            try:
-                await self.storage_executor.run(self._flush_sync, items, dirty, mark)
-            except BaseException as exc:
-                self._restore_after_failed_flush(cache, dirty)
-                if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-                    self.set_read_only(True, f"ledger disk full during checkpoint: {exc}")
-                raise
-            finally:
-                self._flushing = None
-                self._cache_room.set()
-            self.mark = mark
-            if replay_mark is None:
-                await self._prune_deleted(synced_count)
-        await self.journal.delete_files_before(mark)
-        return mark
-
-    def _restore_after_failed_flush(self, cache: WriteCache, dirty: dict[int, bytes]) -> None:
-        for ledger_id, entry_id, data in cache.sorted_items():
-            if self.table.exists(ledger_id) and self._active.get(ledger_id, entry_id) is None:
-                self._active.put(ledger_id, entry_id, data)
-        self.table.restore_dirty(dirty)
-
-    def _flush_sync(
-        self, items: list[tuple[int, int, bytes]], dirty: dict[int, bytes], mark: JournalPosition
-    ) -> None:
-        assert self.index is not None
-        batch = Batch()
-        if items:
-            locations, usage = self.entry_logger.append_batch(items)
-            for (ledger_id, entry_id, _), loc in zip(items, locations, strict=True):
-                batch.put(entry_key(ledger_id, entry_id), loc.encode())
-            for log_id, per_ledger in usage.items():
-                batch.put(log_key(log_id), encode_log_usage(per_ledger))
-        for ledger_id, raw in dirty.items():
-            batch.put(ledger_key(ledger_id), raw)
-        batch.put(MARK_KEY, mark.encode())
-        self.index.write(batch, sync=True)
+        return await self.checkpointer.checkpoint_now(replay_mark)
 
     # --- deletion (GC) --------------------------------------------------------------------
 
@@ -618,26 +416,11 @@ class LedgerStorage:
         st = self.table.mark_deleted(ledger_id, self.journal.enqueued_count)
         if st is None:
             return False
-        self._active.delete_ledger(ledger_id)
-        if self._flushing is not None:
-            self._flushing.delete_ledger(ledger_id)
+        self.write_caches.delete_ledger(ledger_id)
         self._read_cache.delete_ledger(ledger_id)
         self._lac.notify(ledger_id, -1)
         await self.storage_executor.run(self._delete_sync, ledger_id, st.encode())
         return True
-
-    async def _prune_deleted(self, synced_count: int) -> None:
-        """Drop deleted-ledger markers once the checkpoint mark is past every journal record
-        enqueued before the deletion: a replay can no longer bring those ledgers back."""
-        done = self.table.prunable(synced_count)
-        if not done:
-            return
-        batch = Batch()
-        for lid in done:
-            batch.delete(ledger_key(lid))
-        assert self.index is not None
-        await self.storage_executor.run(self.index.write, batch)
-        self.table.forget(done)
 
     def _delete_sync(self, ledger_id: int, state: bytes) -> None:
         assert self.index is not None
@@ -651,7 +434,7 @@ class LedgerStorage:
         return {
             "state": self.state.value,
             "ledgers": len(self.ledger_ids()),
-            "write_cache_bytes": self._active.size_bytes,
+            "write_cache_bytes": self.write_caches.active.size_bytes,
             "read_cache_bytes": self._read_cache.size_bytes,
             "read_cache_hits": self._read_cache.hits,
             "mark": (self.mark.file_id, self.mark.offset),

@@ -56,6 +56,7 @@ from magnetar.bookkeeper.read_handle import check_range
 from magnetar.bookkeeper.reader import EntryReader
 from magnetar.bookkeeper.timeouts import wait_event, with_timeout
 from magnetar.metadata.api import MetadataError
+from magnetar.runtime import SlimEvent
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +111,11 @@ class LedgerHandle:
         self._last_pushed = lac
         self._length = length
         self._confirmed_length = length
-        self._pending: deque[PendingAdd] = deque()
+        # Adds pushed, not yet confirmed; a deque made on the first add (an empty deque holds a
+        # ~760-byte block, and a topic's ledger may stay idle for days).
+        self._pending: deque[PendingAdd] | tuple[()] = ()
         self._room = asyncio.Semaphore(ctx.config.pending_adds_max)
-        self._drained = asyncio.Event()
+        self._drained = SlimEvent()
         self._drained.set()
         self._failed: dict[str, BaseException] = {}
         self._changing = False
@@ -229,7 +232,10 @@ class LedgerHandle:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even if nobody awaits
         p = PendingAdd(entry_id, framed, length, future)
-        self._pending.append(p)
+        pending = self._pending
+        if pending.__class__ is not deque:
+            pending = self._pending = deque()
+        pending.append(p)  # type: ignore[union-attr]
         self._drained.clear()
         if not self._changing:
             self._send(p)

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from magnetar.runtime import Clock
+from magnetar.runtime import Clock, SlimEvent
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ async def with_timeout(
         handle.cancel()
 
 
-async def wait_event(clock: Clock, event: asyncio.Event, timeout_ms: int) -> bool:
+async def wait_event(clock: Clock, event: asyncio.Event | SlimEvent, timeout_ms: int) -> bool:
     """Wait for ``event``; False if the timeout passed first."""
     if event.is_set():
         return True

@@ -52,11 +52,35 @@ from magnetar.managed_ledger.reads import LedgerReader
 from magnetar.managed_ledger.state import MLState, check_transition
 from magnetar.managed_ledger.stats import ledger_internal_stats
 from magnetar.managed_ledger.writer import AddOp, LedgerWriter
+from magnetar.runtime import SlimEvent
 
 log = logging.getLogger(__name__)
 
 
 class ManagedLedgerImpl(LedgerWriter):
+    # Immutable starting values live on the class (shared by every instance) and become
+    # instance attributes on first assignment: an idle ledger's instance dict stays under
+    # CPython's 30-key limit for compact (key-shared) dicts; with more it is a ~1.6 KB table.
+    _handle: WriteHandle | None = None
+    _unstarted = 0  # adds taken from the queue whose task has not started yet
+    _inflight = 0
+    _issued_entries = 0
+    _issued_bytes = 0
+    _rolling = False
+    _ledger_created_mono = 0.0
+    entries_added = 0
+    bytes_added = 0
+    add_errors = 0
+    messages_added = 0
+    last_ledger_created_ms = 0
+    last_ledger_creation_failure_ms = 0
+    last_write_error: ManagedLedgerError | None = None  # why the last ledger creation failed
+    terminated_position: Position | None = None
+    on_closed = None  # set by the factory
+    trim_task: asyncio.Task[None] | None = None
+    trim_again = False
+    ledgers_deleted = 0
+
     def __init__(self, name: str, config: ManagedLedgerConfig, ctx: MLContext) -> None:
         self._name = name
         self.config = config
@@ -64,7 +88,6 @@ class ManagedLedgerImpl(LedgerWriter):
         self.state = MLState.NONE
         self.ledger_list = LedgerList()
         self.meta = LedgerMetaStore(ctx.store, name, ctx.clock)
-        self._handle: WriteHandle | None = None
         self.reader = LedgerReader(
             ctx,
             self.ledger_list,
@@ -78,35 +101,19 @@ class ManagedLedgerImpl(LedgerWriter):
         # subscription must share one cursor, not both create its metadata node
         self._cursor_creations: dict[str, asyncio.Lock] = {}
         self._seq = itertools.count()
-        self._queue: deque[AddOp] = deque()
-        self._unstarted = 0
-        self._inflight = 0
-        self._issued_entries = 0
-        self._issued_bytes = 0
-        self._drained = asyncio.Event()
+        # Adds waiting to be issued; a deque made on first use (writer.py), as an empty deque
+        # holds a ~760-byte block and most ledgers never queue an add.
+        self._queue: deque[AddOp] | tuple[()] = ()
+        self._drained = SlimEvent()
         self._drained.set()
         self._op_lock = asyncio.Lock()
-        self._rolling = False
-        self._roll_idle = asyncio.Event()  # set while no roll runs (see writer._add_error)
+        self._roll_idle = SlimEvent()  # set while no roll runs (see writer._add_error)
         self._roll_idle.set()
         self._waiters: list[asyncio.Future[None]] = []
-        self._ledger_created_mono = 0.0
-        self.entries_added = 0
         # pulsar_storage_write_latency (the whole add) and _ledger_write_latency (BookKeeper part)
         self.add_latency = LatencyBuckets()
         self.ledger_add_latency = LatencyBuckets()
         self.entry_sizes = LatencyBuckets(ENTRY_SIZE_BOUNDS)  # pulsar_entry_size_le_*
-        self.bytes_added = 0
-        self.add_errors = 0
-        self.messages_added = 0
-        self.last_ledger_created_ms = 0
-        self.last_ledger_creation_failure_ms = 0
-        self.last_write_error: ManagedLedgerError | None = None  # why the last ledger creation failed
-        self.terminated_position: Position | None = None
-        self.on_closed = None  # set by the factory
-        self.trim_task: asyncio.Task[None] | None = None
-        self.trim_again = False
-        self.ledgers_deleted = 0
         self.verified_empty: set[int] = set()  # zero-entry ledgers whose BK metadata agrees (trimmer)
         self.kept_unconfirmed: set[int] = set()  # zero-entry ledgers BK recovered entries in (trimmer)
         self.message_counts = MessageCounts()

@@ -147,7 +147,7 @@ class LedgerWriter:
         if len(self._queue) + self._unstarted >= MAX_QUEUED_ADDS:
             raise ManagedLedgerStorageError(f"{self._name}: too many pending adds ({MAX_QUEUED_ADDS})")
         op = AddOp(next(self._seq), data, asyncio.get_running_loop().create_future(), num_messages, metadata)
-        self._queue.append(op)
+        self._queue_for_append().append(op)
         if self.state is MLState.LEDGER_OPENED:
             if self._full_before_issue() and not self._rolling:
                 self._start_roll()
@@ -241,8 +241,15 @@ class LedgerWriter:
         if not op.future.done():
             op.future.set_result(pos)
 
-    def _requeue(self, op: AddOp) -> None:
+    def _queue_for_append(self) -> deque[AddOp]:
+        """The add queue, made on first use (an idle ledger keeps the empty tuple)."""
         q = self._queue
+        if q.__class__ is not deque:
+            q = self._queue = deque()
+        return q  # type: ignore[return-value]
+
+    def _requeue(self, op: AddOp) -> None:
+        q = self._queue_for_append()
         i = 0
         while i < len(q) and q[i].seq < op.seq:
             i += 1
@@ -420,7 +427,7 @@ class LedgerWriter:
             )
 
     def _fail_queue(self, error: Exception) -> None:
-        queue, self._queue = self._queue, deque()
+        queue, self._queue = self._queue, ()
         for op in queue:
             if not op.future.done():
                 op.future.set_exception(error)

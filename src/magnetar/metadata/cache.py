@@ -274,6 +274,11 @@ class MetadataCache(Generic[T]):
         self._entries.pop(path, None)
         self._loads.pop(path, None)  # an in-flight read of the old value will not be cached
 
+    def invalidate_prefix(self, prefix: str) -> None:
+        """Drop every entry (and in-flight read) whose path starts with ``prefix``."""
+        for path in [p for p in (*self._entries, *self._loads) if p.startswith(prefix)]:
+            self.invalidate(path)
+
     def invalidate_all(self) -> None:
         self._stats["invalidations"] += 1
         self._entries.clear()

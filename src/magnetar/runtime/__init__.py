@@ -9,6 +9,7 @@ from magnetar.runtime.clock import Clock, RealClock, TimerHandle, wait_for
 from magnetar.runtime.ids import IdGenerator
 from magnetar.runtime.offload import BlockingExecutor
 from magnetar.runtime.rng import Rng
+from magnetar.runtime.slim_event import SlimEvent
 from magnetar.runtime.supervisor import TaskSupervisor
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "IdGenerator",
     "RealClock",
     "Rng",
+    "SlimEvent",
     "TaskSupervisor",
     "TimerHandle",
     "wait_for",

@@ -188,7 +188,7 @@ async def test_wait_lac_long_poll(tmp_path):
 
 
 async def test_replay_of_a_long_journal_in_bounded_chunks(tmp_path, monkeypatch):
-    import magnetar.bookie.journal as journal_mod
+    import magnetar.bookie.journal_files as journal_mod
     from magnetar.runtime import Rng
 
     rng = Rng(7)

@@ -36,12 +36,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import weakref
 from typing import Any
 
 from magnetar.bookkeeper.isolation import placement_config
 from magnetar.broker import errors
 from magnetar.broker.admin.offload import effective_offload_policies
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
+from magnetar.broker.admin.policy_documents import PolicyDocuments
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.admission import QUOTA_BLOCKING, backlog_bytes
 from magnetar.broker.service.api import BrokerServiceView
@@ -192,16 +194,37 @@ def spec_for_suffix(suffix: str) -> PolicySpec:
 
 
 class PolicyEnforcer:
-    """Applies effective policies to loaded topics, periodically and on every change."""
+    """Applies effective policies to loaded topics: on load, on every change, and every
+    interval to the topics whose policies act over time (TTL, expiry, quotas, snapshots).
+
+    The documents come from :class:`PolicyDocuments` (cached, invalidated by the metadata
+    store's notifications, so changes made through another broker count as changes too).  A
+    pass skips a topic whose documents are the very objects it last applied and whose
+    policies have nothing time-based: an idle topic costs a few dict lookups per pass, not
+    two metadata reads."""
 
     def __init__(self, svc: BrokerServiceView, policies: TopicPolicyAdmin, interval_s: float) -> None:
         self._svc = svc
         self._policies = policies
         self._interval_s = max(0.05, interval_s)
         self._lock = asyncio.Lock()
+        store = getattr(svc, "metadata_store", None)
+        self._docs: PolicyDocuments | None = None
+        if store is not None and hasattr(store, "add_listener"):
+            self._docs = PolicyDocuments(store)
+            self._docs.on_change.append(self._documents_changed)
+        # topic -> (topic document, namespace document, has time-based policies) last applied
+        self._applied: weakref.WeakKeyDictionary[PersistentTopic, tuple[Any, Any, bool]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._changed = False  # a policy document changed somewhere: pass at the next tick
+
+    def _documents_changed(self) -> None:
+        self._changed = True
 
     async def run(self) -> None:
-        """A full pass every interval; newly loaded topics are picked up within NEW_TOPIC_TICK_S."""
+        """Every interval: a pass over the topics (unchanged ones without time-based policies
+        are skipped); newly loaded topics and changed documents within NEW_TOPIC_TICK_S."""
         tick_s = min(self._interval_s, NEW_TOPIC_TICK_S)
         next_full = self._svc.clock.monotonic() + self._interval_s
         while True:
@@ -209,8 +232,14 @@ class PolicyEnforcer:
             try:
                 if self._svc.clock.monotonic() >= next_full:
                     next_full = self._svc.clock.monotonic() + self._interval_s
-                    await self.apply_all()
+                    self._changed = False
+                    if self._docs is not None:
+                        self._docs.resync_if_due(self._svc.clock.monotonic())
+                    await self._pass()
                     await self._inactive_topics()
+                elif self._changed:
+                    self._changed = False
+                    await self._pass()
                 else:
                     await self.apply_all(only_new=True)
             except asyncio.CancelledError:
@@ -219,9 +248,18 @@ class PolicyEnforcer:
                 log.warning("policy enforcement pass failed", exc_info=True)
 
     async def on_change(self, namespace: str) -> None:
+        if self._docs is not None:
+            self._docs.invalidate_namespace(namespace)
         await self.apply_all(namespace)
 
     async def apply_all(self, namespace: str | None = None, *, only_new: bool = False) -> None:
+        """Apply now to every loaded topic (of ``namespace``), unchanged or not (``only_new``:
+        to the topics that have never had policies applied)."""
+        await self._pass(namespace, only_new=only_new, force=not only_new)
+
+    async def _pass(
+        self, namespace: str | None = None, *, only_new: bool = False, force: bool = False
+    ) -> None:
         async with self._lock:
             for topic in list(self._svc.topics.loaded()):
                 if namespace is not None and topic.ref.namespace != namespace:
@@ -231,18 +269,28 @@ class PolicyEnforcer:
                 if only_new and topic.policies.resolved:
                     continue
                 try:
-                    await self._apply(topic)
+                    await self._apply(topic, force)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     log.warning("applying policies to %s failed", topic.name, exc_info=True)
 
-    async def _apply(self, topic: PersistentTopic) -> None:
+    async def _documents(self, topic: PersistentTopic) -> tuple[Any, Any]:
+        if self._docs is None:
+            return await self._policies.documents(topic.ref)
+        return await self._docs.raw(topic.ref)
+
+    async def _apply(self, topic: PersistentTopic, force: bool = True) -> None:
         from magnetar.broker.admin.policies import BY_NAME
         from magnetar.broker.admin.topic_ops import publish_time_of
         from magnetar.broker.service.rates import expire_counted
 
-        docs = await self._policies.documents(topic.ref)
+        raw = await self._documents(topic)
+        last = self._applied.get(topic)
+        if not force and last is not None and not last[2] and last[0] is raw[0] and last[1] is raw[1]:
+            return  # nothing changed and nothing acts over time
+        docs = (raw[0] or {}, raw[1] or {})
+        self._applied[topic] = (raw[0], raw[1], self._acts_over_time(topic, docs))
         ttl = self._policies.resolve(BY_NAME["messageTTL"], *docs)
         values = {name: self._policies.resolve(BY_NAME[name], *docs) for name in ADMISSION_POLICIES}
         quotas: dict = {}
@@ -282,6 +330,20 @@ class PolicyEnforcer:
                             sub.dispatcher.notify()
                 except Exception:
                     log.debug("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
+
+    def _acts_over_time(self, topic: PersistentTopic, docs: tuple[dict, dict]) -> bool:
+        """The topic's policies need a look every interval, not only when they change."""
+        from magnetar.broker.admin.policies import BY_NAME
+
+        resolve = self._policies.resolve
+        if resolve(BY_NAME["messageTTL"], *docs) or resolve(BY_NAME["subscriptionExpirationTime"], *docs):
+            return True
+        if docs[0].get("backLogQuotaMap") or docs[1].get("backlog_quota_map"):
+            return True
+        if topic.dedup is not None and resolve(BY_NAME["deduplicationSnapshotInterval"], *docs):
+            return True
+        # state a time-based policy left behind is cleaned up by the next full apply
+        return bool(topic.subscription_idle_since_ms) or topic.backlog_age_exceeded
 
     async def _apply_storage(self, topic: PersistentTopic, docs: tuple[dict, dict]) -> None:
         """Retention, persistence and the namespace's bookie affinity groups: a new
@@ -422,7 +484,8 @@ class PolicyEnforcer:
         for topic in list(self._svc.topics.loaded()):
             if not topic.active or topic.ref.is_system:
                 continue
-            pol = await self._policies.effective(topic.ref, BY_NAME["inactiveTopicPolicies"])
+            raw = await self._documents(topic)
+            pol = self._policies.resolve(BY_NAME["inactiveTopicPolicies"], raw[0] or {}, raw[1] or {})
             if not pol or not pol.get("deleteWhileInactive"):
                 continue
             max_s = pol.get("maxInactiveDurationSeconds", 60)
