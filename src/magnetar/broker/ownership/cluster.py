@@ -208,7 +208,9 @@ class ClusterNamespaceService:
                 if owner.http_url == me.http_url:
                     if await self.ownership.settled_here(bundle):  # our acquisition was under way
                         return LookupResult(me, redirect=False)
-                    # an earlier session of ours: wait for its expiry
+                    # an earlier session of ours (we were restarted): take the bundle over
+                    if await self.ownership.reclaim_from_old_session(bundle):
+                        return LookupResult(me, redirect=False)
                     raise errors.ServiceNotReadyError(f"bundle {bundle.name} is still held by an old session")
                 if not await self.dead_owners.reachable(owner) and await self.dead_owners.wait_gone(
                     bundle, lambda: self.ownership.owner_of(bundle), owner

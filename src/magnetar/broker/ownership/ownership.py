@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from magnetar.broker.ownership.bundles import NamespaceBundle
-from magnetar.metadata.api import MetadataStore
+from magnetar.metadata.api import BadVersion, MetadataStore, NotFound
 from magnetar.metadata.coordination.lock import DistributedLock, LockLost
 from magnetar.runtime import TaskSupervisor
 
@@ -123,6 +123,27 @@ class BundleOwnership:
             except Exception:  # the acquisition failed: not ours
                 return False
         return self.is_owned(bundle)
+
+    async def reclaim_from_old_session(self, bundle: NamespaceBundle) -> bool:
+        """A restart with the same identity: the bundle's lock node carries our own data but
+        belongs to an earlier session of ours (a killed process whose session has not expired
+        yet).  As Pulsar's lock revalidation does, delete that node (on its version) and take
+        the bundle afresh instead of waiting for the expiry.  True when we own it afterwards."""
+        if self.is_owned(bundle) or bundle in self._acquiring:
+            return await self.settled_here(bundle)
+        got = await self._store.get(ownership_path(bundle))
+        if got is not None:
+            data = OwnerData.from_json(got.value)
+            if data is None or data.http_url != self._self_data().http_url:
+                return False  # someone else's: never taken
+            if got.stat.ephemeral_owner == self._store.session_id:
+                return False  # our own live session's node: an acquisition or release of ours
+            try:
+                await self._store.delete(ownership_path(bundle), expected_version=got.stat.version)
+            except (BadVersion, NotFound):
+                pass  # changed meanwhile: the acquisition below decides
+            log.info("bundle %s: lock of an earlier session of this broker removed", bundle.name)
+        return await self.try_acquire(bundle)
 
     # -- acquire / release -----------------------------------------------------------------------
     async def try_acquire(self, bundle: NamespaceBundle) -> bool:
