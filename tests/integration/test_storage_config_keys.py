@@ -32,7 +32,7 @@ KNOWN = {
     "delayedDeliveryEnabled": "true",
 }
 UNKNOWN = {
-    "loadBalancerSheddingEnabled": "true",
+    "brokerServicePurgeInactiveFrequencyInSeconds": "60",
     "zooKeeperCacheExpirySeconds": "300",
     "myPluginSetting": "x",
 }
