@@ -186,7 +186,13 @@ def test_proxy_client_survives_broker_kill(tmp_path, zookeeper_server):
     import time
 
     with ClusterProcesses(
-        tmp_path / "px", brokers=2, bookies=2, zookeeper_url=zookeeper_server.url, proxy=True
+        tmp_path / "px",
+        brokers=2,
+        bookies=2,
+        zookeeper_url=zookeeper_server.url,
+        proxy=True,
+        # the dead broker's bundles move when its session expires: 3 s, not Pulsar's 30 s default
+        broker_properties={"metadataStoreSessionTimeoutMillis": "3000"},
     ) as cluster:
         c = client(cluster.proxy_url)
         try:
