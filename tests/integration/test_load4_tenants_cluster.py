@@ -1,12 +1,13 @@
 """Issue 17, isolation between tenants on shared brokers and bookies, on real processes.
 
-ZooKeeper, four bookies and two brokers (:class:`~magnetar.testing.cluster.ClusterProcesses`),
+ZooKeeper, five bookies and two brokers (:class:`~magnetar.testing.cluster.ClusterProcesses`),
 ledgers at E/Qw/Qa 2/2/2 rolled every 10 entries, the official client.
 
-* Bookie affinity groups: bookie-0/1 are group ``ga``, bookie-2/3 group ``gb``
+* Bookie affinity groups: bookie-0/1/2 are group ``ga``, bookie-3/4 group ``gb``
   (``bookies set-bookie-rack --group``); tenant ``ta``'s namespace has affinity ``ga``,
   tenant ``tb``'s ``gb``.  Every ledger of their topics (read from the metadata store)
-  has every ensemble inside its namespace's group.
+  has every ensemble inside its namespace's group, also after a ``ga`` bookie of an open
+  ledger stops under the producer (the ensemble change stays in the group).
 * Limits that protect neighbours: ``ta``'s namespace (two bundles, one owned by each
   broker) gets maxProducersPerTopic, maxConsumersPerTopic, dispatchRate and publishRate;
   they are enforced on both brokers, while ``tb``'s topics on the same brokers are not
@@ -61,7 +62,7 @@ def cluster(tmp_path_factory):
     c = ClusterProcesses(
         tmp_path_factory.mktemp("tenants"),
         brokers=2,
-        bookies=4,
+        bookies=5,
         cluster_name=CLUSTER,
         broker_properties={
             "managedLedgerDefaultEnsembleSize": "2",
@@ -196,10 +197,13 @@ def concurrently(jobs: list) -> None:  # noqa: ANN001
 
 # ---------------------------------------------------------------- bookie affinity
 def test_bookie_affinity_groups_keep_each_namespace_on_its_bookies(cluster: ClusterProcesses) -> None:
+    """Also when a bookie of the group stops under a producer: the ensemble change replaces it
+    with the group's last bookie, never with one of the other group."""
     c = cluster
     web = c.web_url(0)
-    bookies = [c.ready[f"bookie-{i}"][0] for i in range(4)]
-    groups = {"ga": set(bookies[:2]), "gb": set(bookies[2:])}
+    names = {c.ready[f"bookie-{i}"][0]: f"bookie-{i}" for i in range(c.n_bookies)}
+    bookies = list(names)
+    groups = {"ga": set(bookies[:3]), "gb": set(bookies[3:])}
     for group, members in groups.items():
         for b in members:
             ok(http("POST", f"{web}/admin/v2/bookies/racks-info/{b}?group={group}", {"rack": f"/{group}"}))
@@ -213,15 +217,24 @@ def test_bookie_affinity_groups_keep_each_namespace_on_its_bookies(cluster: Clus
             body = {"bookkeeperAffinityGroupPrimary": group, "bookkeeperAffinityGroupSecondary": ""}
             ok(http("POST", f"{web}/admin/v2/namespaces/{ns}/persistence/bookieAffinity", body))
             topics[group] = topics_one_per_bundle(c, ns, "t")
-            place(c, topics[group][0], 0)  # the namespace's topics on both brokers
-            place(c, topics[group][1], 1)
+        producers = {}
         for group_topics in topics.values():
             for t in group_topics:
-                p = client.create_producer(f"persistent://{t}", batching_enabled=False)
-                for i in range(25):  # three ledgers at 10 entries each
-                    p.send_async(b"m-%d" % i, None)
-                p.flush()
-                p.close()
+                producers[t] = client.create_producer(
+                    f"persistent://{t}", batching_enabled=False, send_timeout_millis=60_000
+                )
+                for i in range(25):  # ledgers at 10 entries each: the third is open
+                    producers[t].send_async(b"m-%d" % i, None)
+                producers[t].flush()
+        # a ga bookie of ta's open ledger stops; ta keeps producing
+        first = topics["ga"][0]
+        open_ensemble = asyncio.run(_ensembles(c.metadata_url, ledger_ids(c, first)[-1:]))
+        victim = sorted(next(iter(open_ensemble.values()))[-1])[0]
+        assert c.terminate(names[victim]) == 0
+        for t in topics["ga"]:
+            for i in range(25, 40):
+                producers[t].send_async(b"m-%d" % i, None)
+            producers[t].flush()
         for group, group_topics in topics.items():
             for t in group_topics:
                 ids = ledger_ids(c, t)
@@ -229,7 +242,12 @@ def test_bookie_affinity_groups_keep_each_namespace_on_its_bookies(cluster: Clus
                 ensembles = asyncio.run(_ensembles(c.metadata_url, ids))
                 on = {b for ens in ensembles.values() for e in ens for b in e}
                 assert on <= groups[group], f"{t} (affinity {group}) has ledgers on {on - groups[group]}"
-                print(f"{t}: ledgers {ids} on {sorted(on)}")
+                print(f"{t}: ledgers {ids} on {sorted(on)}: {ensembles}")
+        after = asyncio.run(_ensembles(c.metadata_url, ledger_ids(c, first)))
+        last = [e for ens in after.values() for e in ens][-1]
+        assert victim not in last and set(last) == groups["ga"] - {victim}, (victim, after)
+        for p in producers.values():
+            p.close()
     finally:
         client.close()
         for b in bookies:
