@@ -213,10 +213,10 @@ def test_bookie_affinity_groups_keep_each_namespace_on_its_bookies(cluster: Clus
         topics: dict[str, list[str]] = {}
         for group, ns in spaces.items():
             tenant(c, ns.split("/")[0])
-            namespace(c, ns, bundles=2)
+            namespace(c, ns)
             body = {"bookkeeperAffinityGroupPrimary": group, "bookkeeperAffinityGroupSecondary": ""}
             ok(http("POST", f"{web}/admin/v2/namespaces/{ns}/persistence/bookieAffinity", body))
-            topics[group] = topics_one_per_bundle(c, ns, "t")
+            topics[group] = [f"{ns}/t"]
         producers = {}
         for group_topics in topics.values():
             for t in group_topics:
