@@ -90,6 +90,10 @@ class BrokerStats(Resource):
     def get_allocator_stats(self, allocator: str) -> Any:
         return self._run(call("GET", f"{self.BASE}/allocator-stats/{seg(allocator)}"))
 
+    def get_load_decisions(self) -> Any:
+        """Magnetar's: the load manager's leader flag, counters and recent decisions with reasons."""
+        return self._run(call("GET", f"{self.BASE}/load-decisions"))
+
 
 class Bookies(Resource):
     BASE = "/admin/v2/bookies"

@@ -16,14 +16,17 @@ excludes, as Pulsar's ``IsolatedBookieEnsemblePlacementPolicy`` does:
 
 Bookies in no group at all are not excluded (Pulsar's rule).  When what is left cannot
 make the ensemble, ledger creation fails with NotEnoughBookies -- the topic refuses
-producers with that cause, as for any unsatisfiable persistence setting.
+producers with that cause, as for any unsatisfiable persistence setting.  The same
+exclusions hold when a bookie of the ledger is replaced (the writer's ensemble change,
+auto-recovery's re-replication): :func:`isolation_exclusions` reads them from the
+ledger's own custom metadata, so a namespace's ledgers never leave its groups.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 BOOKIE_GROUPS_PATH = "/bookies"
 PLACEMENT_CONFIG_KEY = "EnsemblePlacementPolicyConfig"
@@ -88,3 +91,20 @@ def excluded_bookies(
         for group in secondary:
             excluded -= set(groups.get(group, {}))
     return excluded
+
+
+class _GroupsSource(Protocol):
+    async def bookie_groups(self) -> dict[str, dict]: ...
+
+
+async def isolation_exclusions(
+    registry: _GroupsSource,
+    custom_metadata: Mapping[str, bytes] | None,
+    available: Sequence[str],
+    ensemble_size: int,
+) -> set[str]:
+    """The bookies a ledger with this custom metadata may not use ({} when it asks no groups)."""
+    isolation = groups_of((custom_metadata or {}).get(PLACEMENT_CONFIG_KEY, b""))
+    if isolation is None:
+        return set()
+    return excluded_bookies(await registry.bookie_groups(), *isolation, available, ensemble_size)

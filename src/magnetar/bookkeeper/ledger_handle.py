@@ -51,6 +51,7 @@ from magnetar.bookie.entry_format import encode_entry
 from magnetar.bookkeeper import api
 from magnetar.bookkeeper.context import ClientContext
 from magnetar.bookkeeper.errors import UnauthorizedError, is_fenced, translate
+from magnetar.bookkeeper.isolation import isolation_exclusions
 from magnetar.bookkeeper.metadata import with_fragment
 from magnetar.bookkeeper.read_handle import check_range
 from magnetar.bookkeeper.reader import EntryReader
@@ -381,6 +382,10 @@ class LedgerHandle:
         racks = await ctx.registry.racks()
         ensemble = list(self._md.ensembles[-1][1])
         exclude = set(failed) | set(self._failed) | ctx.registry.quarantined()
+        usable = [b for b in bookies if b not in exclude]  # a namespace's bookie groups still hold
+        exclude |= await isolation_exclusions(
+            ctx.registry, self._md.custom_metadata, usable, self._md.ensemble_size
+        )
         for i, b in enumerate(ensemble):
             if b in failed:
                 ensemble[i] = ctx.placement.replace_bookie(

@@ -9,7 +9,8 @@ repairs the ledger:
 1. read the metadata; a deleted ledger just loses its mark;
 2. for every fragment (first..last entry, ensemble) and every bookie of the
    ensemble that is no longer registered, pick a replacement with the
-   placement policy (excluding the ensemble, lost and quarantined bookies),
+   placement policy (excluding the ensemble, lost and quarantined bookies, and
+   those outside the ledger's bookie affinity groups, see :mod:`.isolation`),
    read each entry of the fragment that the lost bookie stored from a
    surviving replica (digest verified) and write it, exactly as framed, to
    the replacement (a recovery add, so a fenced ledger accepts it);
@@ -35,6 +36,7 @@ from magnetar.bookie.api import UNDERREPLICATED_PATH, BookieError
 from magnetar.bookie.entry_format import encode_entry
 from magnetar.bookkeeper import api
 from magnetar.bookkeeper.context import ClientContext
+from magnetar.bookkeeper.isolation import isolation_exclusions
 from magnetar.bookkeeper.metadata import fragment_ranges
 from magnetar.bookkeeper.reader import EntryReader
 from magnetar.bookkeeper.recovery import LedgerRecovery
@@ -155,6 +157,8 @@ class ReplicationWorker:
         writable = await ctx.registry.writable_bookies()
         racks = await ctx.registry.racks()
         exclude = {b for b in ensemble if b not in registered} | ctx.registry.quarantined()
+        usable = [b for b in writable if b not in exclude]  # the ledger's bookie groups still hold
+        exclude |= await isolation_exclusions(ctx.registry, md.custom_metadata, usable, md.ensemble_size)
         target = ctx.placement.replace_bookie(ensemble, index, md.write_quorum, writable, racks, exclude)
         copied = await self._copy_fragment(md, first, last, lost_bookie, target)
         new_ensemble = tuple(target if b == lost_bookie else b for b in ensemble)

@@ -60,6 +60,9 @@ class BrokerConfig:
     max_num_partitions_per_partitioned_topic: int = _k("maxNumPartitionsPerPartitionedTopic", 0)
     default_number_of_namespace_bundles: int = _k("defaultNumberOfNamespaceBundles", 4)
     max_producers_per_topic: int = _k("maxProducersPerTopic", 0)
+    # --- connections (0 = unlimited): more are closed at once, as Pulsar's ConnectionController
+    broker_max_connections: int = _k("brokerMaxConnections", 0)
+    broker_max_connections_per_ip: int = _k("brokerMaxConnectionsPerIp", 0)
     # --- regex consumers: server-side pattern filtering and topic-list watchers
     enable_broker_side_subscription_pattern_evaluation: bool = _k(
         "enableBrokerSideSubscriptionPatternEvaluation", True

@@ -14,6 +14,12 @@ replication worker, see ``magnetar autorecovery``) in this process; its keys
 default 10000) is the metadata session timeout: how long a dead bookie stays
 registered.  ``journalSyncData`` is true by default here (fsync before an add
 is acknowledged); ``magnetar standalone``'s embedded bookie defaults to false.
+
+``magnetar bookie decommission --bookie-id ID --metadata-url zk:...`` is BookKeeper's
+``bookkeeper shell decommissionbookie``: with the bookie stopped and auto-recovery
+running, its ledgers are re-replicated until no ledger names it, then its cookie is
+deleted (see :mod:`magnetar.bookkeeper.decommission`).  Exit status 0 when done, 1 when
+refused or timed out (the reason on stderr).
 """
 
 from __future__ import annotations
@@ -38,6 +44,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--journal-sync-data", choices=["true", "false"], help="journalSyncData")
     p.add_argument("--log-level", default="INFO")
     p.set_defaults(func=run)
+    actions = p.add_subparsers(dest="bookie_action", metavar="ACTION")
+    d = actions.add_parser(
+        "decommission",
+        help="re-replicate a stopped bookie's ledgers to other bookies, then remove its cookie",
+    )
+    d.add_argument("--bookie-id", required=True, help="the bookie to decommission (host:port)")
+    d.add_argument(
+        "--metadata-url", required=True, help="the bookies' metadata store, e.g. zk:host:2181/chroot"
+    )
+    d.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for re-replication")
+    d.add_argument("--poll-interval", type=float, default=1.0, help="seconds between checks")
+    d.set_defaults(func=run_decommission)
 
 
 def build_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -128,3 +146,39 @@ async def _serve(cfg, metadata_url: str) -> int:  # type: ignore[no-untyped-def]
             await stop_autorecovery()
         await bookie.stop()
         await store.aclose()
+
+
+def run_decommission(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return asyncio.run(_decommission(args))
+
+
+async def _decommission(args: argparse.Namespace) -> int:
+    from magnetar.bookkeeper.decommission import DecommissionError, decommission_bookie
+    from magnetar.metadata.api import MetadataError
+    from magnetar.metadata.factory import create_metadata_store
+    from magnetar.runtime import RealClock
+
+    def progress(left: list[int]) -> None:
+        print(f"decommission {args.bookie_id}: {len(left)} ledgers still name it", flush=True)
+
+    try:
+        store = await create_metadata_store(args.metadata_url, clock=RealClock())
+    except (MetadataError, OSError, ValueError) as exc:
+        print(f"magnetar bookie decommission: cannot reach {args.metadata_url}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        done = await decommission_bookie(
+            store, args.bookie_id, timeout_s=args.timeout, poll_s=args.poll_interval, progress=progress
+        )
+    except DecommissionError as exc:
+        print(f"magnetar bookie decommission: {exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        await store.aclose()
+    print(
+        f"bookie {done.bookie_id} decommissioned: {len(done.ledgers_rereplicated)} ledgers re-replicated "
+        f"in {done.seconds:.1f} s; cookie removed",
+        flush=True,
+    )
+    return 0

@@ -218,8 +218,12 @@ class ZKMetadataStore(ListenerRegistry):
             getattr(self._client, method)(*args, **kwargs).rawlink(done)
         except Exception as e:
             raise translate_error(e, path) from e
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result when the
+        # answer and a cancellation of the caller arrive together, losing the cancellation
+        # (a loop cancelled that way -- the load-report loop was one -- runs on).
         try:
-            return await asyncio.wait_for(fut, self.operation_timeout_ms / 1000)
+            async with asyncio.timeout(self.operation_timeout_ms / 1000):
+                return await fut
         except TimeoutError:
             raise api.MetadataTimeout(f"{path}: no answer from ZooKeeper in {self.operation_timeout_ms} ms")
         except api.MetadataError:

@@ -7,29 +7,29 @@ registrations under ``/loadbalance/brokers``, the election on
 standalone this one broker, which owns every bundle and leads.  Dynamic configuration
 follows Pulsar: only keys in :data:`DYNAMIC_KEYS` may change at run time;
 overrides are stored as one JSON map at ``/admin/configuration`` (the
-metadata store, so they survive a restart) and applied at once to the live
-``BrokerConfig`` (``svc.config = svc.config.with_overrides(...)``), which the
-broker reads for new producers, consumers and topics.  An invalid value is a
-412, as is a key that is not dynamic.  Bookies are read from BookKeeper's
+metadata store, so they survive a restart) and every broker of the cluster
+applies them to its live ``BrokerConfig`` (``svc.config``), which the broker
+reads for new producers, consumers and topics: the one that took the call at
+once, the others when their watch fires (:mod:`.dynamic_config`).  An invalid
+value is a 412, as is a key that is not dynamic.  Bookies are read from BookKeeper's
 registration path (``/ledgers/available``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
 from magnetar.bookie.api import AVAILABLE_PATH, RACKS_PATH, READONLY_PATH
 from magnetar.bookkeeper.isolation import BOOKIE_GROUPS_PATH
 from magnetar.broker import errors
+from magnetar.broker.admin.dynamic_config import CONFIG_PATH, DynamicConfigWatcher
 from magnetar.broker.loadbalance.config import DYNAMIC_KEYS as LB_DYNAMIC_KEYS
 from magnetar.broker.loadbalance.config import LoadBalancerConfig
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.api import BrokerServiceView
 from magnetar.metadata import api as md
 
-CONFIG_PATH = "/admin/configuration"
 DYNAMIC_KEYS = (
     "maxUnackedMessagesPerConsumer",
     "maxUnackedMessagesPerSubscription",
@@ -53,7 +53,7 @@ class BrokerAdmin:
     def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
         self._js = JsonStore(svc.metadata_store)
-        self._initial = svc.config  # what a deleted override falls back to
+        self.dynamic = DynamicConfigWatcher(svc, self.dynamic_names, set(LB_DYNAMIC_KEYS))
 
     def broker_id(self) -> str:
         return self._svc.web_service_url().split("://", 1)[-1]
@@ -97,7 +97,7 @@ class BrokerAdmin:
     async def update(self, name: str, value: str) -> None:
         if name not in self.dynamic_names():
             raise errors.PreconditionFailedError(f"Can't update non-dynamic configuration {name}")
-        try:
+        try:  # checked before it is stored: every broker would apply it
             new_config = self._svc.config.with_overrides({name: value})
             if name in LB_DYNAMIC_KEYS:  # checked here: the load manager reads them each round
                 LoadBalancerConfig.from_properties(new_config.as_properties())
@@ -108,21 +108,14 @@ class BrokerAdmin:
         if not await self._js.exists(CONFIG_PATH):
             await self._js.create(CONFIG_PATH, {})
         await self._js.update(CONFIG_PATH, lambda d: {**d, name: value})
-        self._svc.config = new_config
+        await self.dynamic.refresh()  # here at once; the other brokers through their watch
 
     async def delete(self, name: str) -> None:
         if name not in self.dynamic_names():
             raise errors.PreconditionFailedError(f"Can't update non-dynamic configuration {name}")
         if await self._js.exists(CONFIG_PATH):
             await self._js.update(CONFIG_PATH, lambda d: {k: v for k, v in d.items() if k != name})
-        original = self._initial.as_properties().get(name)
-        cfg = self._svc.config
-        if original is None and name in cfg.extra:  # a key of BrokerConfig.extra (loadBalancer*): unset
-            self._svc.config = dataclasses.replace(
-                cfg, extra={k: v for k, v in cfg.extra.items() if k != name}
-            )
-        else:
-            self._svc.config = cfg.with_overrides({name: original})
+        await self.dynamic.refresh()
 
     def internal_configuration(self) -> dict:
         url = getattr(self._svc.config, "metadata_store_url", "") or None

@@ -6,7 +6,8 @@ face in ``broker.service.api``; the sub-services use nothing else of it).
 Each sub-service owns one family of REST operations (tenancy, isolation,
 brokers, namespaces, topics, topic policies, schemas); policy writes notify
 the ``PolicyEnforcer``, whose loop ``start()`` spawns on the broker's task
-supervisor and which hands each loaded topic its resolved ``TopicPolicies``.
+supervisor and which hands each loaded topic its resolved ``TopicPolicies``; it also
+runs the dynamic-configuration watch (``brokers.dynamic``, see ``dynamic_config``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,17 @@ class AdminService:
         topics = getattr(svc, "topics", None)
         if topics is not None and hasattr(topics, "ml_config_for"):
             topics.ml_config_for = self.enforcer.ml_config_for  # topics open under their policies
+        self.brokers.dynamic.listeners.append(self._dynamic_config_changed)
         self._started = False
+
+    async def _dynamic_config_changed(self) -> None:
+        """Loaded topics see a changed dynamic setting at once (maxProducersPerTopic...)."""
+        topics = getattr(self.svc, "topics", None)
+        if topics is None or not hasattr(topics, "loaded"):
+            return
+        for topic in list(topics.loaded()):
+            topic.config = self.svc.config
+        await self.enforcer.apply_all()
 
     def start(self) -> None:
         """Spawn the enforcement loop (needs a running loop and ``svc.supervisor``)."""
@@ -53,6 +64,7 @@ class AdminService:
         if supervisor is None or not hasattr(self.svc, "topics"):
             return
         supervisor.spawn(self.enforcer.run(), name="admin-policy-enforcer")
+        supervisor.spawn(self.brokers.dynamic.run(), name="admin-dynamic-config")
         self._started = True
 
 

@@ -110,8 +110,9 @@ class LeaderLoadManager:
 
     async def aclose(self) -> None:
         """Stops the loops.  A cancellation can be swallowed by an await that completes at the
-        same moment (``asyncio.wait_for`` on Python 3.11 does that); the loops then go round
-        again, so they are cancelled until they end (seen hanging a drain before)."""
+        same moment (``asyncio.wait_for`` on Python 3.11 does that; the ZooKeeper store's calls,
+        where the load-report loop lost its cancel, use ``asyncio.timeout`` now); as a defence
+        against any other such await, the loops are cancelled until they end."""
         self._closed = True
         for _ in range(CLOSE_ATTEMPTS):
             live = [t for t in self._tasks if not t.done()]

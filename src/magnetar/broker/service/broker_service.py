@@ -212,12 +212,31 @@ class BrokerService(TopicAdmin):
         if self._closed:
             writer.close()
             return
+        refused = self._connection_refused(writer)
+        if refused:
+            self.counters["connections_rejected"] += 1
+            log.warning("connection from %s refused: %s", writer.get_extra_info("peername"), refused)
+            writer.close()
+            return
         cnx = Connection(self, reader, writer)
         self.connections.add(cnx)
         self.counters["connections_created"] += 1
         if self.interceptor is not None:
             self.interceptor.on_connection_created(cnx)
         await cnx.run()
+
+    def _connection_refused(self, writer: asyncio.StreamWriter) -> str | None:
+        """Why a new connection is over ``brokerMaxConnections``/``brokerMaxConnectionsPerIp``."""
+        cfg = self.config
+        limit, per_ip = cfg.broker_max_connections, cfg.broker_max_connections_per_ip
+        if limit and len(self.connections) >= limit:
+            return f"brokerMaxConnections ({limit}) reached"
+        if per_ip:
+            ip = (writer.get_extra_info("peername") or ("",))[0]
+            same = sum(1 for c in self.connections if (c.writer.get_extra_info("peername") or ("",))[0] == ip)
+            if same >= per_ip:
+                return f"brokerMaxConnectionsPerIp ({per_ip}) reached for {ip}"
+        return None
 
     def connection_closed(self, cnx: Connection) -> None:
         if cnx in self.connections:

@@ -5,7 +5,8 @@ Theory of operation: one call per subcommand, ``pulsar-admin``'s names:
 dynamic configuration (``update-dynamic-config --config K --value V``,
 ``delete-dynamic-config``, ``list-dynamic-config``, ``get-all-dynamic-config``,
 ``get-runtime-config``, ``get-internal-config``), ``healthcheck`` (prints
-``ok``); ``broker-stats`` dumps; ``bookies list-bookies`` and rack placement.
+``ok``); ``broker-stats`` dumps (and Magnetar's ``load-decisions``: the load
+manager's decisions with their reasons, ``--kind``/``--last`` to filter); ``bookies list-bookies`` and rack placement.
 """
 
 from __future__ import annotations
@@ -134,6 +135,35 @@ def register_broker_stats(sub: argparse._SubParsersAction) -> None:
         lambda c, a: c.emit(c.admin.broker_stats.get_allocator_stats(a.allocator)),
     )
     p.add_argument("allocator", help="allocator name, e.g. default")
+    p = command(
+        sub,
+        "load-decisions",
+        "print the load manager's decisions (placements, unloads, splits) and why",
+        lambda c, a: _emit_decisions(c, c.admin.broker_stats.get_load_decisions(), a.kind, a.last),
+    )
+    p.add_argument("--kind", choices=("place", "unload", "split", "skip"), help="only decisions of this kind")
+    p.add_argument("--last", type=int, help="only the N most recent decisions")
+
+
+def _emit_decisions(c: Ctx, stats: object, kind: str | None, last: int | None) -> None:
+    """Text mode: a summary line, the counters, then one line per decision (oldest first)."""
+    if not isinstance(stats, dict):
+        c.emit(stats)
+        return
+    decisions = [d for d in stats.get("decisions", []) if kind is None or d.get("kind") == kind]
+    if last is not None:
+        decisions = decisions[-last:] if last > 0 else []
+    if c.output != "text":
+        c.emit({**stats, "decisions": decisions})
+        return
+    c.print(f"leader: {str(bool(stats.get('leader'))).lower()}")
+    for name, value in sorted((stats.get("counters") or {}).items()):
+        c.print(f"{name}    {value}")
+    for d in decisions:
+        moved = (
+            f" {d.get('source') or '-'} -> {d.get('destination') or '-'}" if d.get("kind") != "skip" else ""
+        )
+        c.print(f"{d.get('timestamp', 0)} {d.get('kind')} {d.get('bundle') or '-'}{moved}: {d.get('reason')}")
 
 
 def register_bookies(sub: argparse._SubParsersAction) -> None:

@@ -130,7 +130,8 @@ class DistributedLock:
 
     async def wait_lost(self, timeout_s: float) -> LockLost:
         """Waits until the lock is lost; TimeoutError if it is still held after ``timeout_s``."""
-        await asyncio.wait_for(self._lost_event.wait(), timeout_s)
+        async with asyncio.timeout(timeout_s):  # not wait_for: it can swallow a cancellation (3.11)
+            await self._lost_event.wait()
         return LockLost(self.path, self.lost_reason or "")
 
     # -- acquire / release -----------------------------------------------------------------------
@@ -172,7 +173,8 @@ class DistributedLock:
                 raise LockBusy(f"lock {self.path} is held by session {holder}")
             quick_retries = 0
             try:
-                await asyncio.wait_for(self._changed.wait(), min(remaining, RECHECK_INTERVAL_MS / 1000))
+                async with asyncio.timeout(min(remaining, RECHECK_INTERVAL_MS / 1000)):
+                    await self._changed.wait()
             except TimeoutError:
                 pass
 
