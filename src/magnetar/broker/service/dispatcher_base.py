@@ -163,6 +163,8 @@ class Dispatcher:
 
     def forget(self, positions: list[Position]) -> None:
         """Positions were acknowledged: no redelivery, no count."""
+        if not self._redeliver and not self.redelivery_counts:
+            return  # the common case: nothing was ever redelivered
         for pos in positions:
             self.redelivery_counts.pop(pos, None)
             i = bisect.bisect_left(self._redeliver, pos)
