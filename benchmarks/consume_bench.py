@@ -11,8 +11,9 @@ the same minute on the same machine.  Per round and per tree:
   default grouping): "consume backlog, unbatched";
 * the same with a batching producer (1 ms, up to 1000 messages per entry):
   "consume backlog, batched";
-* the broker's CPU share during each consume (psutil, user+system of the
-  broker process over the consume's wall time).
+* the broker's CPU share during each consume and its CPU time per message
+  (psutil, user+system of the broker process): on a shared machine the rate
+  swings with the load, the CPU per message much less.
 
 ``--null`` adds the null broker (``benchmarks/null_broker.py``: the codec and
 nothing else) as a ceiling for the same client.  Rounds interleave the trees
@@ -65,8 +66,10 @@ def fill(client: pulsar.Client, topic: str, n: int, batching: bool) -> None:
     producer.close()
 
 
-def consume(consumer: pulsar.Consumer, n: int, pid: int | None) -> tuple[float, float]:
-    """(msg/s, broker CPU % over the run) reading ``n`` messages with individual acks."""
+def consume(consumer: pulsar.Consumer, n: int, pid: int | None) -> tuple[float, float, float]:
+    """(msg/s, broker CPU % over the run, broker CPU µs per message) reading ``n`` messages
+    with individual acks.  On a shared machine the rate swings with the load; the broker's
+    CPU time per message does not, so it is the figure to compare trees by."""
     proc = psutil.Process(pid) if pid else None
     c0 = proc.cpu_times() if proc else None
     t0 = time.perf_counter()
@@ -79,13 +82,13 @@ def consume(consumer: pulsar.Consumer, n: int, pid: int | None) -> tuple[float, 
         consumer.acknowledge(msg)
         got += 1
     elapsed = time.perf_counter() - t0
-    cpu = 0.0
+    cpu_s = 0.0
     if proc is not None and c0 is not None:
         c1 = proc.cpu_times()
-        cpu = ((c1.user - c0.user) + (c1.system - c0.system)) / elapsed * 100
+        cpu_s = (c1.user - c0.user) + (c1.system - c0.system)
     if got < n:
         print(f"  warning: consumed only {got} of {n}", file=sys.stderr)
-    return got / elapsed, cpu
+    return got / elapsed, cpu_s / elapsed * 100, cpu_s * 1e6 / max(got, 1)
 
 
 def suite(url: str, pid: int | None, messages: int, batched_messages: int) -> dict[str, float]:
@@ -96,10 +99,11 @@ def suite(url: str, pid: int | None, messages: int, batched_messages: int) -> di
         topic = f"persistent://public/default/consume-{name}-{tag}"
         consumer = client.subscribe(topic, "bench", receiver_queue_size=1000)
         fill(client, topic, n, batching)
-        rate, cpu = consume(consumer, n, pid)
+        rate, cpu, us = consume(consumer, n, pid)
         consumer.close()
         out[f"{name}_msg_s"] = rate
         out[f"{name}_cpu_pct"] = cpu
+        out[f"{name}_cpu_us_per_msg"] = us
     client.close()
     return out
 
@@ -151,20 +155,25 @@ def main(argv: list[str] | None = None) -> int:
             runs["null broker"].append(run_null(args))
             print(f"round {r + 1} null: {runs['null broker'][-1]}", flush=True)
     print(f"\nmedians of {args.rounds}; load average {os.getloadavg()}")
-    print(f"{'tree':<40} {'unbatched msg/s':>16} {'cpu%':>6} {'batched msg/s':>14} {'cpu%':>6}")
+    print(
+        f"{'tree':<40} {'unbatched msg/s':>16} {'cpu%':>6} {'us/msg':>7} {'batched msg/s':>14} {'cpu%':>6} {'us/msg':>7}"
+    )
     med: dict[str, dict[str, float]] = {}
     for n in names:
         med[n] = {k: statistics.median(r[k] for r in runs[n]) for k in runs[n][0]}
         m = med[n]
         print(
             f"{n[-40:]:<40} {m['unbatched_msg_s']:>16,.0f} {m['unbatched_cpu_pct']:>6.0f} "
-            f"{m['batched_msg_s']:>14,.0f} {m['batched_cpu_pct']:>6.0f}"
+            f"{m['unbatched_cpu_us_per_msg']:>7.1f} {m['batched_msg_s']:>14,.0f} {m['batched_cpu_pct']:>6.0f} "
+            f"{m['batched_cpu_us_per_msg']:>7.1f}"
         )
     if len(srcs) >= 2:
         a, b = med[str(srcs[0])], med[str(srcs[-1])]
         print(
             f"ratio last/first: unbatched {b['unbatched_msg_s'] / a['unbatched_msg_s']:.2f}x, "
-            f"batched {b['batched_msg_s'] / a['batched_msg_s']:.2f}x"
+            f"batched {b['batched_msg_s'] / a['batched_msg_s']:.2f}x; broker CPU per message: unbatched "
+            f"{b['unbatched_cpu_us_per_msg'] / a['unbatched_cpu_us_per_msg']:.2f}x, batched "
+            f"{b['batched_cpu_us_per_msg'] / a['batched_cpu_us_per_msg']:.2f}x"
         )
     if args.null:
         nb = med["null broker"]

@@ -51,6 +51,7 @@ class CursorPersister:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._last_write_mono = -1e18
         self._pause: asyncio.Future[None] | None = None  # the rate-limit sleep, cut short by flush
+        self._flush_seq = 0  # changes up to here were flushed: written without a rate-limit pause
         self.last_error: str | None = None
 
     @property
@@ -77,6 +78,7 @@ class CursorPersister:
             raise ManagedLedgerStorageError(f"cursor {self._name}: persisting timed out") from None
 
     async def flush(self) -> None:
+        self._flush_seq = self.dirty_seq
         self._ensure_task()
         if self._pause is not None:
             self._pause.cancel()
@@ -87,7 +89,7 @@ class CursorPersister:
         try:
             while self.persisted_seq < self.dirty_seq:
                 rate = self.rate_per_s
-                if rate > 0 and self._can_wait():
+                if rate > 0 and self._can_wait() and self.persisted_seq >= self._flush_seq:
                     wait_s = self._last_write_mono + 1.0 / rate - clock.monotonic()
                     if wait_s > 0:
                         pause = self._pause = asyncio.ensure_future(clock.sleep(wait_s))
