@@ -25,7 +25,8 @@ Persistence (durable cursors only) is group-committed by
 is durable; with a rate (the broker's managedLedgerDefaultMarkDeleteRateLimit,
 1/s), acks return at once and snapshots are written at most ``rate`` times a
 second (a crash loses at most the last interval's acks: those messages are
-redelivered, never lost); close writes the latest state at once.  At most
+redelivered, never lost); close, and a mark-delete that sets properties (a
+system cursor's own state), write the latest state at once.  At most
 ``max_unacked_ranges_to_persist`` ranges (the ones nearest mark-delete) and as
 many ack sets are written: acks beyond the cap are lost on restart, i.e. those
 messages are redelivered.  :meth:`flush` waits for everything to be durable.
@@ -285,6 +286,10 @@ class ManagedCursorImpl:
         if position > old:
             self._set_md(position)
         await self._changed(old)
+        if properties is not None and self._persister is not None and self._persister.rate_per_s > 0:
+            # Properties carry a system cursor's own state (a compacted ledger id, dedup
+            # sequence ids, a transaction log's position): written at once, not lazily.
+            await self.flush()
 
     async def delete(self, positions: Sequence[Position]) -> None:
         self._check_open()

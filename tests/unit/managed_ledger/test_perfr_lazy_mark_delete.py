@@ -73,3 +73,12 @@ async def test_grouped_ack_of_runs_and_duplicates(harness) -> None:
     await c.delete(pos[0:3])
     assert c.mark_delete_position == pos[7]
     assert c.individually_deleted_ranges()[0][1] == pos[12]
+
+
+async def test_mark_delete_with_properties_is_durable_when_it_returns(manual_harness, clock) -> None:
+    _f, _ml, c, pos = await _acked_but_not_persisted(manual_harness, clock, "t/ns/d/props")
+    await asyncio.wait_for(c.mark_delete(pos[11], {"compactedTopic.ledgerId": 42}), 5)
+    assert c.persisted_md == pos[13]  # the ack hole 12..13 joined mark-delete
+    f2 = await manual_harness.new_factory(CFG)
+    c2 = (await f2.open("t/ns/d/props")).cursors["s"]
+    assert c2.properties == {"compactedTopic.ledgerId": 42} and c2.mark_delete_position == pos[13]
