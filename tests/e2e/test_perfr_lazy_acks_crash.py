@@ -27,6 +27,7 @@ pulsar = pytest.importorskip("pulsar")
 TOPIC = "persistent://public/default/perfr-lazy-acks"
 SUB = "lazy"
 DEADLINE_S = 30.0
+START_S = 90.0  # a loaded 2-core machine can take tens of seconds to start a standalone
 
 
 def _client(url: str):  # noqa: ANN202
@@ -80,7 +81,7 @@ def standalone(tmp_path):  # noqa: ANN201
     conf = tmp_path / "standalone.conf"
     conf.write_text("managedLedgerDefaultMarkDeleteRateLimit=0.1\n")
     sa = StandaloneProcess(tmp_path / "data", config_file=conf)
-    sa.start()
+    sa.start(timeout_s=START_S)
     yield sa
     sa.kill()
 
@@ -96,7 +97,7 @@ def test_kill9_after_unpersisted_acks_redelivers_them(standalone):
     _wait_backlog(sa, 10)  # the broker applied them (in memory)
     sa.kill()
     client.close()
-    sa.restart()
+    sa.restart(timeout_s=START_S)
     client = _client(sa.broker_url)
     consumer = client.subscribe(TOPIC, SUB, consumer_type=pulsar.ConsumerType.Shared)
     again = sorted(_receive_all(consumer))
@@ -119,7 +120,7 @@ def test_clean_stop_and_consumer_close_persist_the_last_acks(standalone):
     _wait_backlog(sa, 0)
     assert sa.terminate() == 0  # the consumer is still connected: shutdown writes the cursor
     client.close()
-    sa.restart()
+    sa.restart(timeout_s=START_S)
     client = _client(sa.broker_url)
     consumer = client.subscribe(TOPIC, SUB, consumer_type=pulsar.ConsumerType.Shared)
     assert _receive_all(consumer) == [], "SIGTERM lost acks: acknowledged messages came back"
@@ -131,7 +132,7 @@ def test_clean_stop_and_consumer_close_persist_the_last_acks(standalone):
     consumer.close()  # CLOSE_CONSUMER: its acks are written before the answer
     sa.kill()
     client.close()
-    sa.restart()
+    sa.restart(timeout_s=START_S)
     client = _client(sa.broker_url)
     consumer = client.subscribe(TOPIC, SUB, consumer_type=pulsar.ConsumerType.Shared)
     assert _receive_all(consumer) == [], "a closed consumer's acks were lost in the crash"
