@@ -110,6 +110,9 @@ class BrokerConfig:
     managed_ledger_max_unacked_ranges_to_persist: int = _k("managedLedgerMaxUnackedRangesToPersist", 10_000)
     managed_ledger_add_entry_timeout_seconds: int = _k("managedLedgerAddEntryTimeoutSeconds", 0)
     managed_ledger_password: str = _k("managedLedgerPassword", "")
+    # Cursor snapshots persisted per second at most; acks do not wait for them (a crash
+    # redelivers at most the last interval's acks).  0 = every ack waits until it is durable.
+    managed_ledger_default_mark_delete_rate_limit: float = _k("managedLedgerDefaultMarkDeleteRateLimit", 1.0)
     # --- tiered storage (managed_ledger.offload); driver "" = off
     managed_ledger_offload_driver: str = _k("managedLedgerOffloadDriver", "")
     s3_managed_ledger_offload_bucket: str = _k("s3ManagedLedgerOffloadBucket", "")
@@ -214,6 +217,7 @@ class BrokerConfig:
             cursor_max_entries_per_ledger=self.managed_ledger_cursor_max_entries_per_ledger,
             add_entry_timeout_ms=(self.managed_ledger_add_entry_timeout_seconds or 30) * 1000,
             password=self.managed_ledger_password.encode(),
+            mark_delete_rate_per_s=max(0.0, float(self.managed_ledger_default_mark_delete_rate_limit)),
             offload_policies=self.offload_policies(),
         )
 

@@ -21,10 +21,12 @@ inside a read run (Pulsar does the same), splitting runs at ledger boundaries.
 Persistence (durable cursors only) is group-committed by
 :class:`~magnetar.managed_ledger.persister.CursorPersister` through
 :class:`~magnetar.managed_ledger.cursor_store.CursorStore`.  With
-``mark_delete_rate_per_s == 0`` (the default) an ack returns once a snapshot
-containing it is durable; with a rate, acks return at once and snapshots are
-written at most ``rate`` times a second (a crash loses at most the last
-interval's acks: those messages are redelivered, never lost).  At most
+``mark_delete_rate_per_s == 0`` an ack returns once a snapshot containing it
+is durable; with a rate (the broker's managedLedgerDefaultMarkDeleteRateLimit,
+1/s), acks return at once and snapshots are written at most ``rate`` times a
+second (a crash loses at most the last interval's acks: those messages are
+redelivered, never lost); close, and a mark-delete that sets properties (a
+system cursor's own state), write the latest state at once.  At most
 ``max_unacked_ranges_to_persist`` ranges (the ones nearest mark-delete) and as
 many ack sets are written: acks beyond the cap are lost on restart, i.e. those
 messages are redelivered.  :meth:`flush` waits for everything to be durable.
@@ -284,21 +286,39 @@ class ManagedCursorImpl:
         if position > old:
             self._set_md(position)
         await self._changed(old)
+        if properties is not None and self._persister is not None and self._persister.rate_per_s > 0:
+            # Properties carry a system cursor's own state (a compacted ledger id, dedup
+            # sequence ids, a transaction log's position): written at once, not lazily.
+            await self.flush()
 
     async def delete(self, positions: Sequence[Position]) -> None:
         self._check_open()
         old = self._md
         lac = self.ml.ledger_list.last_confirmed
+        old_t, lac_t = (old.ledger_id, old.entry_id), (lac.ledger_id, lac.entry_id)
         acked, ack_sets = self.acked, self.ack_sets
-        for p in sorted(positions):
-            if p <= old:
+        # Plain tuples (C comparisons), and one range-set insert per run of consecutive
+        # entries: a client's grouped ACK names hundreds of neighbours.
+        keys = sorted({(p.ledger_id, p.entry_id) for p in positions})
+        run_lo: tuple[int, int] | None = None
+        run_hi = (0, 0)
+        for t in keys:
+            if t <= old_t:
                 continue
-            if p > lac:
-                raise InvalidCursorPositionError(f"ack of {p} after the last entry {lac}")
-            t = (p.ledger_id, p.entry_id)
+            if t > lac_t:
+                if run_lo is not None:
+                    acked.add_range(run_lo, run_hi)
+                raise InvalidCursorPositionError(f"ack of {Position(*t)} after the last entry {lac}")
             if ack_sets:
                 ack_sets.pop(t, None)
-            acked.add(t)
+            if run_lo is not None and t[0] == run_hi[0] and t[1] == run_hi[1] + 1:
+                run_hi = t
+                continue
+            if run_lo is not None:
+                acked.add_range(run_lo, run_hi)
+            run_lo = run_hi = t
+        if run_lo is not None:
+            acked.add_range(run_lo, run_hi)
         self._absorb()
         await self._changed(old)
 

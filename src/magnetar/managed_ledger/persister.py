@@ -9,6 +9,8 @@ flight, the next write covers all of them (group commit), and snapshots never qu
 ``mark_delete_rate_per_s > 0`` (Pulsar's managedLedgerDefaultMarkDeleteRateLimit) spaces the
 writes at least ``1/rate`` seconds apart on the injected clock; callers then do not wait.  With
 rate 0 a caller waits (:meth:`wait`, bounded) until a snapshot containing its change is durable.
+:meth:`flush` (cursor close, topic unload, broker shutdown) cuts a rate-limit pause short, so
+the latest state is written at once rather than after up to ``1/rate`` seconds.
 
 A failed write fails the waiters of the changes it covered and stops the task without marking
 anything durable: the next change, or :meth:`flush` (close calls it), tries again with the full
@@ -48,6 +50,8 @@ class CursorPersister:
         self._task: asyncio.Task[None] | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._last_write_mono = -1e18
+        self._pause: asyncio.Future[None] | None = None  # the rate-limit sleep, cut short by flush
+        self._flush_seq = 0  # changes up to here were flushed: written without a rate-limit pause
         self.last_error: str | None = None
 
     @property
@@ -74,7 +78,10 @@ class CursorPersister:
             raise ManagedLedgerStorageError(f"cursor {self._name}: persisting timed out") from None
 
     async def flush(self) -> None:
+        self._flush_seq = self.dirty_seq
         self._ensure_task()
+        if self._pause is not None:
+            self._pause.cancel()
         await self.wait(self.dirty_seq)
 
     async def _run(self) -> None:
@@ -82,10 +89,15 @@ class CursorPersister:
         try:
             while self.persisted_seq < self.dirty_seq:
                 rate = self.rate_per_s
-                if rate > 0 and self._can_wait():
+                if rate > 0 and self._can_wait() and self.persisted_seq >= self._flush_seq:
                     wait_s = self._last_write_mono + 1.0 / rate - clock.monotonic()
                     if wait_s > 0:
-                        await clock.sleep(wait_s)
+                        pause = self._pause = asyncio.ensure_future(clock.sleep(wait_s))
+                        try:
+                            await asyncio.wait((pause,))
+                        finally:
+                            self._pause = None
+                            pause.cancel()
                 seq = self.dirty_seq
                 self._last_write_mono = clock.monotonic()
                 snap = self._snapshot()

@@ -25,7 +25,7 @@ from magnetar.protocol.enums import (
     ResourceType,
     ServerError,
 )
-from magnetar.protocol.frames import encode_command, frame_from_base, new_base_command, serialize_base
+from magnetar.protocol.frames import encode_command, frame_from_base, new_base_command
 from magnetar.protocol.message_id import MessageId
 from magnetar.protocol.wire import WireSchema, fill_feature_flags, fill_message_id, fill_schema, u64
 
@@ -133,6 +133,23 @@ def success(request_id: int, schema: WireSchema | None = None) -> bytes:
     return frame_from_base(base)
 
 
+def _varint(n: int) -> bytes:
+    """Protobuf base-128 varint; a negative int32/int64 as its 64-bit two's complement."""
+    if n < 0:
+        n += 1 << 64
+    if n < 0x80:
+        return _SMALL[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL = [bytes((i,)) for i in range(0x80)]
+
+
 def message_command_bytes(
     consumer_id: int,
     ledger_id: int,
@@ -142,21 +159,23 @@ def message_command_bytes(
     ack_set: Sequence[int] | None = None,
     consumer_epoch: int | None = None,
 ) -> bytes:
-    """The serialized BaseCommand of a MESSAGE (without sizes or payload)."""
-    base, cmd = new_base_command(CommandType.MESSAGE)
-    cmd.consumer_id = consumer_id
-    mid = cmd.message_id
-    mid.ledgerId = u64(ledger_id)
-    mid.entryId = u64(entry_id)
+    """The serialized BaseCommand of a MESSAGE (without sizes or payload).
+
+    Encoded by hand (the dispatch hot path: one per message sent): the same bytes protobuf
+    writes (fields in number order; tests/unit/protocol compare the two), at a fraction of
+    the cost of building and serializing message objects."""
+    mid = b"\x08" + _varint(ledger_id) + b"\x10" + _varint(entry_id)
     if partition != -1:
-        mid.partition = partition
+        mid += b"\x18" + _varint(partition)
+    cmd = b"\x08" + _varint(consumer_id) + b"\x12" + _varint(len(mid)) + mid
     if redelivery_count:
-        cmd.redelivery_count = redelivery_count
+        cmd += b"\x18" + _varint(redelivery_count)
     if ack_set:
-        cmd.ack_set.extend(ack_set)
+        cmd += b"".join(b"\x20" + _varint(w) for w in ack_set)
     if consumer_epoch is not None:
-        cmd.consumer_epoch = consumer_epoch
-    return serialize_base(base)
+        cmd += b"\x28" + _varint(consumer_epoch)
+    # BaseCommand: type (1) = MESSAGE, message (9) = cmd
+    return b"\x08\x09\x4a" + _varint(len(cmd)) + cmd
 
 
 def message(

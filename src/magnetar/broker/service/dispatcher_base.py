@@ -51,7 +51,7 @@ from magnetar.broker.service.dispatch_rate import DispatchRateLimiter
 from magnetar.managed_ledger.api import Entry, Position
 from magnetar.protocol.errors import CorruptPayload
 from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS as SERVER_ONLY_MARKERS
-from magnetar.protocol.payload import num_messages, peek_metadata
+from magnetar.protocol.payload import dispatch_facts
 
 if TYPE_CHECKING:
     from magnetar.broker.service.subscription import Subscription
@@ -163,6 +163,8 @@ class Dispatcher:
 
     def forget(self, positions: list[Position]) -> None:
         """Positions were acknowledged: no redelivery, no count."""
+        if not self._redeliver and not self.redelivery_counts:
+            return  # the common case: nothing was ever redelivered
         for pos in positions:
             self.redelivery_counts.pop(pos, None)
             i = bisect.bisect_left(self._redeliver, pos)
@@ -262,7 +264,9 @@ class Dispatcher:
             chosen = set(positions)
             self._redeliver = [p for p in self._redeliver if p not in chosen]
         entries = await self.subscription.cursor.replay_entries(positions)
-        txn = getattr(self.subscription.topic, "txn_buffer", None)  # None: transactions off (or a test double)
+        txn = getattr(
+            self.subscription.topic, "txn_buffer", None
+        )  # None: transactions off (or a test double)
         if txn is not None:  # markers, aborted and transaction-held entries never go out
             entries, _ = await txn.filter_entries(self.subscription, entries, replay=True)
         return entries
@@ -274,7 +278,9 @@ class Dispatcher:
         )
         if not entries:
             return None
-        txn = getattr(self.subscription.topic, "txn_buffer", None)  # None: transactions off (or a test double)
+        txn = getattr(
+            self.subscription.topic, "txn_buffer", None
+        )  # None: transactions off (or a test double)
         if txn is not None:  # stop at the max-read position; drop markers, aborted, held (transaction.buffer)
             entries, blocked = await txn.filter_entries(self.subscription, entries)
             if blocked and not entries:
@@ -296,10 +302,9 @@ class Dispatcher:
     def _outbound(self, entry: Entry) -> OutboundEntry | None:
         """The entry as it goes out, or None for a server-only marker (not for consumers)."""
         try:
-            meta = peek_metadata(entry.data)
-            if meta.HasField("marker_type") and meta.marker_type in SERVER_ONLY_MARKERS:
+            n, marker = dispatch_facts(entry.data)
+            if marker is not None and marker in SERVER_ONLY_MARKERS:
                 return None
-            n = num_messages(meta)
         except CorruptPayload:
             n = 1
         ack_set = self.subscription.cursor.get_ack_set(entry.position)

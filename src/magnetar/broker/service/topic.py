@@ -52,6 +52,7 @@ from magnetar.managed_ledger.api import (
     ManagedLedgerFencedError,
     Position,
 )
+from magnetar.managed_ledger.state import CursorState
 from magnetar.protocol.enums import InitialPosition as WireInitialPosition
 from magnetar.protocol.payload import is_batch as meta_is_batch
 from magnetar.protocol.payload import num_messages, peek_metadata
@@ -216,6 +217,14 @@ class PersistentTopic(BaseTopic):
     async def remove_consumer(self, consumer: Consumer) -> None:
         sub = consumer.subscription
         sub.remove_consumer(consumer)
+        cursor = sub.cursor
+        if sub.durable and getattr(cursor, "durable", False) and cursor.state is CursorState.OPEN:
+            # Acks are persisted lazily (managedLedgerDefaultMarkDeleteRateLimit): a closing
+            # consumer's acks are written now, so a client that closed is not redelivered to.
+            try:
+                await cursor.flush()
+            except ManagedLedgerError:
+                log.debug("flushing cursor %s on %s failed", sub.name, self.name, exc_info=True)
         if not sub.durable and not sub.consumers and self.subscriptions.get(sub.name) is sub:
             del self.subscriptions[sub.name]
             await sub.close()
@@ -278,7 +287,9 @@ class PersistentTopic(BaseTopic):
                 try:
                     await sub.pending_ack.delete()
                 except ManagedLedgerError:
-                    log.warning("deleting the pending-ack log of %s/%s failed", self.name, sub.name, exc_info=True)
+                    log.warning(
+                        "deleting the pending-ack log of %s/%s failed", self.name, sub.name, exc_info=True
+                    )
         self.subscriptions.clear()
         if self.dedup is not None and not delete:
             await self.dedup.close()

@@ -234,6 +234,9 @@ class PendingAckHandle:
                 await self.cursor.delete(positions + completed)
             if cumulative is not None and cumulative > self.cursor.mark_delete_position:
                 await self.cursor.mark_delete(cumulative)
+            # Plain acks are persisted lazily (managedLedgerDefaultMarkDeleteRateLimit); a
+            # committed transaction's must be durable before the commit is answered.
+            await self.cursor.flush()
         if self.log is not None:
             await self.log.append({"op": "end", "txn": list(txnid), "commit": commit})
         self._release(txnid)

@@ -165,9 +165,24 @@ async def handle_ack(cnx: Connection, frame: Any) -> None:
             mid = cmd.message_id[-1]
             await sub.ack_cumulative(consumer, _pos(mid), list(mid.ack_set) or None)
     else:
-        await sub.ack_individual(consumer, [(_pos(m), list(m.ack_set) or None) for m in cmd.message_id])
+        await sub.ack_individual(consumer, _individual_acks(cmd.message_id))
     if cmd.HasField("request_id"):
         cnx.write(cmds.ack_response(cmd.consumer_id, cmd.request_id))
+
+
+def _individual_acks(mids: Any) -> list[tuple[Position, list[int] | None]]:
+    """(position, ack set or None) per message id of an ACK (the hot path: a client's grouped
+    ACK carries up to a thousand ids)."""
+    out = []
+    for m in mids:
+        lid, eid = m.ledgerId, m.entryId
+        if lid > INT64_MAX:
+            lid -= 1 << 64
+        if eid > INT64_MAX:
+            eid -= 1 << 64
+        ack_set = m.ack_set
+        out.append((Position(lid, eid), list(ack_set) if len(ack_set) else None))
+    return out
 
 
 async def handle_redeliver(cnx: Connection, frame: Any) -> None:
