@@ -211,7 +211,7 @@ class LedgerHandle:
         writable.  Nothing cancels the future on the caller's behalf."""
         self._check_writable()
         room = self._room
-        if room.locked():
+        if room._value <= 0 or room._waiters:  # room.locked(), without its generator
             return None
         room._value -= 1  # what acquire() does when not locked, without the coroutine
         entry_id = self._last_pushed + 1
@@ -264,7 +264,7 @@ class LedgerHandle:
 
     def _send(self, p: PendingAdd) -> None:
         ctx = self._ctx
-        for bookie in self._md.write_set(p.entry_id):
+        for bookie in self._write_set(p.entry_id):
             if bookie in p.inflight or bookie in p.acked:
                 continue
             client = ctx.pool.get(bookie)
@@ -287,6 +287,19 @@ class LedgerHandle:
                     continue
             p.inflight[bookie] = None
             ctx.supervisor.spawn(self._send_one(p, bookie), name=f"bk-add-{self.ledger_id}")
+
+    def _write_set(self, entry_id: int) -> tuple[str, ...] | list[str]:
+        """``md.write_set(entry_id)``, without the fragment search for entries of the last
+        fragment (every add of a writer): its striping is a rotation of that ensemble."""
+        md = self._md
+        first, ensemble = md.ensembles[-1]
+        n = len(ensemble)
+        if entry_id < first or md.write_quorum != n:
+            return md.write_set(entry_id)
+        if n == 1:
+            return ensemble
+        k = entry_id % n
+        return ensemble[k:] + ensemble[:k]
 
     def _on_nowait_done(self, p: PendingAdd, bookie: str, fut: asyncio.Future[None]) -> None:
         sent = p.inflight.get(bookie)
@@ -350,7 +363,7 @@ class LedgerHandle:
     def _on_add_ok(self, p: PendingAdd, bookie: str) -> None:
         if self._state in _TERMINAL or p.future.done():
             return
-        if bookie in self._md.write_set(p.entry_id):
+        if bookie in self._write_set(p.entry_id):
             p.acked.add(bookie)
             self._complete_ready()
 
