@@ -65,11 +65,12 @@ def _call(method: str, url: str, body: object = None) -> tuple[int, object]:
 def _cli(web_url: str, *args: str) -> object:
     cmd = [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", web_url, "-o", "json", *args]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, (cmd, done.stdout[-500:], done.stderr[-1500:])
+    if done.returncode != 0:
+        return f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
     try:
         return json.loads(done.stdout)
     except ValueError:
-        return done.stdout
+        return done.stdout  # an action prints nothing
 
 
 def test_partitioned_topic_admin_through_every_broker_and_the_proxy(cluster):
