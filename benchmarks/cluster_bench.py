@@ -12,9 +12,12 @@ pass/fail:
   (HTTP lookup of each topic);
 * lookup latency: binary LOOKUP round trips (one connection, one at a time)
   against a broker and against the proxy, p50 / p99;
-* time and memory to load ``--load-topics`` topics (default 10,000) on one
-  broker: PRODUCER commands pipelined over ``--connections`` raw connections
-  (``--window`` in flight); seconds, topics/s, and the broker's RSS before and after;
+* time and memory to load ``--load-topics`` topics (default 10,000) with 1, 2 and 3
+  brokers, in a namespace of ``--load-bundles`` bundles: for each topic a binary LOOKUP
+  (Redirects followed to the owner, as a client does) then PRODUCER on the owner, pipelined
+  (``--window`` topics in flight, ``--connections`` raw connections per broker); seconds,
+  topics/s, time waited in lookups and in PRODUCER, each broker's CPU seconds and RSS
+  before/after (``--only-load`` runs these alone);
 * failover: two brokers with ``metadataStoreSessionTimeoutMillis``
   (``--session-timeout-ms``, printed); a producer on a topic, the topic's
   owner killed with ``kill -9``, time from the kill to the first
@@ -26,7 +29,7 @@ pass/fail:
   acknowledged) and the slowest send during the moves, burst throughput before/after.
 
     .venv/bin/python benchmarks/cluster_bench.py [--brokers-list 1,2,3] [--messages 20000]
-        [--load-topics 10000] [--skip-load] [--skip-failover] [--failover-runs 1]
+        [--load-topics 10000] [--load-bundles 64] [--skip-load] [--only-load] [--skip-failover] [--failover-runs 1]
         [--skip-rebalance] [--only-rebalance]
     (``--brokers-list ""`` skips the throughput, lookup and load figures)
 """
@@ -151,32 +154,83 @@ async def lookup_latency(url: str, n: int) -> dict[str, float]:
     return {"p50_ms": statistics.median(samples), "p99_ms": samples[int(len(samples) * 0.99) - 1]}
 
 
-async def load_topics(url: str, n: int, window: int, connections: int) -> float:
-    """PRODUCER for ``n`` new topics, pipelined (``window`` in flight) over ``connections``
-    connections (a broker handles one connection's commands in order)."""
-    raws = [RawConnection() for _ in range(connections)]
-    for raw in raws:
-        await raw.open(url)
+async def load_topics(urls: list[str], namespace: str, n: int, window: int, connections: int) -> dict:
+    """``n`` new topics of ``namespace`` loaded the way a client loads one: LOOKUP on one of
+    ``urls`` (round-robin), following Redirects (with ``authoritative``) to the owner, then
+    PRODUCER there; pipelined, ``window`` topics in flight, ``connections`` connections per
+    broker (a broker handles one connection's commands in order).  Seconds in all, and the
+    time spent waiting for lookups and for PRODUCER answers (summed over topics)."""
+    raws: dict[str, list[RawConnection]] = {}
+    for url in urls:
+        raws[url] = [RawConnection() for _ in range(connections)]
+        for raw in raws[url]:
+            await raw.open(url)
     sem = asyncio.Semaphore(window)
-    failures = 0
+    failures: list[str] = []
+    spent = {"lookup_s": 0.0, "producer_s": 0.0}
 
     async def one(i: int) -> None:
-        nonlocal failures
         async with sem:
-            topic = f"persistent://public/default/load-{i}"
-            raw = raws[i % connections]
-            ev = await raw.request(CommandType.PRODUCER, lambda rid: client_commands.producer(topic, i, rid))
-            failures += ev.is_error
+            topic = f"persistent://{namespace}/load-{i}"
+            url, authoritative = urls[i % len(urls)], False
+            t0 = time.perf_counter()
+            for _ in range(8):
+                raw = raws[url][i % connections]
+                ev = await raw.request(
+                    CommandType.LOOKUP,
+                    lambda rid, a=authoritative: client_commands.lookup(topic, rid, authoritative=a),
+                )
+                resp = ev.frame.command  # CommandLookupTopicResponse
+                if ev.is_error or resp.response not in (0, 1):
+                    failures.append(f"lookup {topic}: {resp.message}")
+                    return
+                if resp.response == 1:  # Connect
+                    break
+                url, authoritative = resp.brokerServiceUrl, resp.authoritative
+            t1 = time.perf_counter()
+            ev = await raws[url][i % connections].request(
+                CommandType.PRODUCER, lambda rid: client_commands.producer(topic, i, rid)
+            )
+            spent["lookup_s"] += t1 - t0
+            spent["producer_s"] += time.perf_counter() - t1
+            if ev.is_error:
+                failures.append(f"producer {topic}: {ev.frame.command}")
 
     t0 = time.perf_counter()
     try:
         await asyncio.gather(*(one(i) for i in range(n)))
     finally:
-        for raw in raws:
-            await raw.close()
+        for conns in raws.values():
+            for raw in conns:
+                await raw.close()
     if failures:
-        print(f"    ({failures} PRODUCER requests failed)")
-    return time.perf_counter() - t0
+        print(f"    ({len(failures)} topics failed, e.g. {failures[0][:200]})")
+    return {"took_s": time.perf_counter() - t0, **spent}
+
+
+def load_figures(cluster: ClusterProcesses, n_brokers: int, args: argparse.Namespace) -> None:
+    """Time and memory to load ``--load-topics`` topics over the cluster's brokers."""
+    ns = f"public/load-{uuid.uuid4().hex[:6]}"
+    _http(
+        "PUT",
+        f"{cluster.web_url(0)}/admin/v2/namespaces/{ns}",
+        {"bundles": {"numBundles": args.load_bundles}},
+    )
+    pids = [cluster.pid(f"broker-{i}") for i in range(n_brokers)]
+    before = [_rss_mb(p) for p in pids]
+    cpu0 = [sum(psutil.Process(p).cpu_times()[:2]) for p in pids]
+    urls = [cluster.broker_url(i) for i in range(n_brokers)]
+    r = asyncio.run(load_topics(urls, ns, args.load_topics, args.window, args.connections))
+    after = [_rss_mb(p) for p in pids]
+    cpu = [sum(psutil.Process(p).cpu_times()[:2]) - c for p, c in zip(pids, cpu0, strict=True)]
+    per_topic_kb = (sum(after) - sum(before)) * 1e3 / args.load_topics
+    print(f"  load {args.load_topics:,} topics on {n_brokers} broker(s) ({args.load_bundles} bundles): "
+          f"{r['took_s']:.1f} s ({args.load_topics / r['took_s']:,.0f} topics/s); waited in lookups "
+          f"{r['lookup_s'] / args.load_topics * 1e3:.0f} ms/topic, in PRODUCER "
+          f"{r['producer_s'] / args.load_topics * 1e3:.0f} ms/topic; broker CPU "
+          f"{' + '.join(f'{c:.0f}' for c in cpu)} s; broker RSS "
+          f"{' + '.join(f'{b:.0f}->{a:.0f}' for b, a in zip(before, after, strict=True))} MB "
+          f"(+{per_topic_kb:.1f} KB/topic)")  # fmt: skip
 
 
 # ---------------------------------------------------------------------- failover
@@ -379,7 +433,11 @@ def main() -> None:
     ap.add_argument("--lookups", type=int, default=500)
     ap.add_argument("--load-topics", type=int, default=10_000)
     ap.add_argument("--window", type=int, default=200)
-    ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--connections", type=int, default=4, help="per broker, for the topic load")
+    ap.add_argument("--load-bundles", type=int, default=64, help="bundles of the loaded namespace")
+    ap.add_argument(
+        "--only-load", action="store_true", help="only the topic-load figures (implies --skip-rebalance)"
+    )
     ap.add_argument("--session-timeout-ms", type=int, default=1000)
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--skip-failover", action="store_true")
@@ -396,7 +454,7 @@ def main() -> None:
     print(f"cluster bench: {psutil.cpu_count()} CPUs, {args.bookies} bookies (E/Qw/Qa {min(2, args.bookies)}), "
           f"1 KB messages; data in {base}")  # fmt: skip
     try:
-        if not args.skip_rebalance:
+        if not args.skip_rebalance and not args.only_load:
             rebalance(
                 base, zk.url, args.bookies, args.rebalance_topics, args.rebalance_burst, args.rebalance_rate
             )
@@ -405,6 +463,9 @@ def main() -> None:
         for n in [int(x) for x in args.brokers_list.split(",") if x.strip()]:
             with ClusterProcesses(base / f"b{n}", brokers=n, bookies=args.bookies, zookeeper_url=zk.url,
                                   proxy=(n == 1)) as cluster:  # fmt: skip
+                if args.only_load:
+                    load_figures(cluster, n, args)
+                    continue
                 r = throughput(cluster, args.messages, args.topics_per_run)
                 print(f"  throughput, {n} broker(s): {r['msg_s']:,.0f} msg/s, {r['mb_s']:.1f} MB/s "
                       f"({args.topics_per_run} topics on {r['owners']} broker(s))")  # fmt: skip
@@ -413,19 +474,9 @@ def main() -> None:
                         lat = asyncio.run(lookup_latency(url, args.lookups))
                         print(f"  lookup latency via {what}: p50 {lat['p50_ms']:.2f} ms, "
                               f"p99 {lat['p99_ms']:.2f} ms ({args.lookups} lookups)")  # fmt: skip
-                    if not args.skip_load:
-                        pid = cluster.pid("broker-0")
-                        before = _rss_mb(pid)
-                        took = asyncio.run(
-                            load_topics(
-                                cluster.broker_url(0), args.load_topics, args.window, args.connections
-                            )
-                        )
-                        after = _rss_mb(pid)
-                        print(f"  load {args.load_topics:,} topics on one broker: {took:.1f} s "
-                              f"({args.load_topics / took:,.0f} topics/s); broker RSS {before:.0f} MB -> "
-                              f"{after:.0f} MB (+{(after - before) * 1e3 / args.load_topics:.1f} KB/topic)")  # fmt: skip
-        if not args.skip_failover:
+                if not args.skip_load:
+                    load_figures(cluster, n, args)
+        if not args.skip_failover and not args.only_load:
             props = {"metadataStoreSessionTimeoutMillis": str(args.session_timeout_ms)}
             took = []
             for run in range(args.failover_runs):

@@ -159,6 +159,7 @@ class Stream:
         self.acked_at: dict[int, float] = {}  # value -> when the consumer acknowledged it
         self.redelivered: list[tuple[int, float]] = []  # (value, when its ack was made)
         self.errors: list[str] = []
+        self.debug: object = None  # what stop(on_loss=...) gathered
         self._stop = threading.Event()
         self._deadline = float("inf")
         self._threads = [threading.Thread(target=f, daemon=True) for f in (self._send, self._recv)]
@@ -201,11 +202,18 @@ class Stream:
             assert time.monotonic() < deadline, f"stuck at {len(self.acked)} acked; errors {self.errors[-3:]}"
             time.sleep(0.05)
 
-    def stop(self, drain_s: float = 60.0) -> None:
+    def stop(self, drain_s: float = 60.0, on_loss=None) -> None:  # noqa: ANN001
+        """Stops sending, waits for every acknowledged value to arrive; ``on_loss()`` (while the
+        consumer is still connected) when some did not: its answer goes into :meth:`explain`."""
         self._deadline = time.monotonic() + drain_s
         self._stop.set()
         for t in self._threads:
             t.join(drain_s + 5)
+        if on_loss is not None and self.lost():
+            try:
+                self.debug = on_loss()
+            except Exception as e:  # noqa: BLE001 -- diagnostics only
+                self.debug = repr(e)
         self.client.close()
 
     def lost(self) -> list[int]:
@@ -220,8 +228,21 @@ class Stream:
         receipts = {v: self.receipts.get(v) for v in range(max(0, lost[0] - 3), lost[0] + 4)}
         return (
             f"lost {lost}; around it (value -> message ids received) {near}; "
-            f"(value -> send receipt) {receipts}; send errors {self.errors[:5]}"
+            f"(value -> send receipt) {receipts}; send errors {self.errors[:5]}; at the loss: {self.debug}"
         )
+
+    def receipts_not_consumed(self) -> list[tuple[int, str, list[str]]]:
+        """Acknowledged values whose send receipt names a message id they were never consumed
+        under (a receipt for an entry that is not in the log); a dedup (-1,-1) receipt aside."""
+        out = []
+        for v in self.acked:
+            r = self.receipts.get(v)
+            if r is None or r.startswith("(-1,-1"):
+                continue
+            ids = sorted(self.stored.get(v, ()))
+            if r not in ids:
+                out.append((v, r, ids))
+        return out
 
     def stored_twice(self) -> list[int]:
         """Values stored under two message ids: a duplicate in the log (dedup failed)."""
@@ -279,6 +300,17 @@ async def _under_replicated(metadata_url: str) -> list[int]:
         return await UnderReplicationManager(store).marked()
     finally:
         await store.aclose()
+
+
+def _topic_state(c: ClusterProcesses, topic: str) -> dict:
+    """The topic's stats and internal stats on its owner (for a failure message)."""
+    path = topic.replace("://", "/")
+    web = c.web_url(live_brokers(c)[0])
+    out = {}
+    for what in ("stats", "internalStats"):
+        status, body = http("GET", f"{web}/admin/v2/{path}/{what}")
+        out[what] = body if status == 200 else (status, body)
+    return out
 
 
 # ---------------------------------------------------------------- (1) 100 topics, every URL
@@ -452,12 +484,18 @@ def test_broker_kill9_mid_stream_no_acknowledged_message_lost_none_returns(clust
         failover_s = time.monotonic() - t_kill
         stream.wait_acked(200)
     finally:
-        stream.stop()
+        stream.stop(on_loss=lambda: _topic_state(cluster, topic))
     assert owner_index(cluster, topic) != victim
     print(
         f"kill -9: first acknowledged send {failover_s:.2f} s later (session timeout {SESSION_TIMEOUT_MS} ms)"
     )
+    dup_receipts = sum(1 for v in stream.acked if (stream.receipts.get(v) or "").startswith("(-1,-1"))
+    print(
+        f"kill -9: {len(stream.acked)} sends acknowledged ({dup_receipts} as duplicates), "
+        f"{len(set(stream.received))} values consumed, receipts not consumed: {stream.receipts_not_consumed()[:5]}"
+    )
     assert stream.lost() == [], stream.explain()
+    assert stream.receipts_not_consumed() == [], stream.explain()
     assert stream.stored_twice() == []  # deduplication: no producer retry stored twice
     late = [v for v, at in stream.redelivered if at < t_kill - ACK_WINDOW_S]
     window = [v for v, at in stream.redelivered if at >= t_kill - ACK_WINDOW_S]

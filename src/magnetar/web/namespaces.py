@@ -121,41 +121,24 @@ async def split_bundle(
     return no_content()
 
 
-async def _for_each_topic(request: Request, namespace: str, fn: Any) -> None:
-    a = admin(request)
-    await a.namespaces.policies(namespace)
-    svc = request.app.state.broker_service
-    for t in await svc.list_topics(namespace, mode="PERSISTENT"):
-        await fn(a, t)
-
-
 @router.post(NS + "/clearBacklog", status_code=204)
 async def clear_backlog(request: Request, tenant: str, namespace: str) -> Response:
-    async def clear(a: Any, t: str) -> None:
-        for s in await a.topics.list_subscriptions(t):
-            await a.topics.skip_all(t, s)
-
-    await _for_each_topic(request, namespace_name(tenant, namespace), clear)
+    await admin(request).namespaces.policies(namespace_name(tenant, namespace))  # 404 first
+    await admin(request).topics.clear_namespace_backlog(namespace_name(tenant, namespace))
     return no_content()
 
 
 @router.post(NS + "/clearBacklog/{subscription}", status_code=204)
 async def clear_backlog_sub(request: Request, tenant: str, namespace: str, subscription: str) -> Response:
-    async def clear(a: Any, t: str) -> None:
-        if subscription in await a.topics.list_subscriptions(t):
-            await a.topics.skip_all(t, subscription)
-
-    await _for_each_topic(request, namespace_name(tenant, namespace), clear)
+    await admin(request).namespaces.policies(namespace_name(tenant, namespace))  # 404 first
+    await admin(request).topics.clear_namespace_backlog(namespace_name(tenant, namespace), subscription)
     return no_content()
 
 
 @router.post(NS + "/unsubscribe/{subscription}", status_code=204)
 async def unsubscribe_ns(request: Request, tenant: str, namespace: str, subscription: str) -> Response:
-    async def unsub(a: Any, t: str) -> None:
-        if subscription in await a.topics.list_subscriptions(t):
-            await a.topics.delete_subscription(t, subscription)
-
-    await _for_each_topic(request, namespace_name(tenant, namespace), unsub)
+    await admin(request).namespaces.policies(namespace_name(tenant, namespace))  # 404 first
+    await admin(request).topics.unsubscribe_namespace(namespace_name(tenant, namespace), subscription)
     return no_content()
 
 

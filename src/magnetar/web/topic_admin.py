@@ -68,7 +68,9 @@ async def delete_topic(
 async def delete_partitioned(
     request: Request, domain: str, tenant: str, namespace: str, topic: str, force: bool = False
 ) -> Response:
-    await _svc(request).delete_partitioned_topic(topic_name(domain, tenant, namespace, topic), force=force)
+    name = topic_name(domain, tenant, namespace, topic)
+    await admin(request).topics.delete_partitions_elsewhere(name, force=force)  # a cluster's other owners
+    await _svc(request).delete_partitioned_topic(name, force=force)
     return no_content()
 
 
@@ -127,20 +129,9 @@ async def internal_stats(
 async def partitioned_internal_stats(
     request: Request, domain: str, tenant: str, namespace: str, topic: str
 ) -> dict:
-    svc = _svc(request)
-    name = topic_name(domain, tenant, namespace, topic)
-    n = await svc.get_partitioned_metadata(name)
-    if not n:
-        raise WebError(404, "Partitioned topic not found")
-    parts = {}
-    for i in range(n):
-        pname = f"{name}-partition-{i}"
-        try:
-            parts[pname] = await admin(request).topics.internal_stats(pname)
-        except Exception as exc:
-            if getattr(exc, "http_status", 500) != 404:
-                raise
-    return {"metadata": {"partitions": n}, "partitions": parts}
+    return await admin(request).topics.partitioned_internal_stats(
+        topic_name(domain, tenant, namespace, topic)
+    )
 
 
 @router.get(TP + "/subscriptions")

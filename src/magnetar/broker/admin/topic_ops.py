@@ -14,6 +14,12 @@ every partition.  Moving a cursor under connected consumers goes through the
 subscription (``reset_to``) so the dispatcher forgets what it had read ahead;
 Pulsar disconnects consumers on reset, and we do the same.
 
+In a cluster the partitions of one topic belong to different brokers: every
+operation on a partitioned base name goes through :class:`PartitionFanOut`
+(``partition_fanout.py``), which runs it here for the partitions this broker
+owns and as the same REST call on the partition at its owner for the others;
+so do the namespace-wide clear-backlog and unsubscribe, topic by topic.
+
 Peek/examine return a :class:`PeekedMessage`: the entry's payload (whole
 batch payload for batches, decompressed) plus the metadata fields the web
 layer turns into Pulsar's ``X-Pulsar-*`` headers.
@@ -21,11 +27,14 @@ layer turns into Pulsar's ``X-Pulsar-*`` headers.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from magnetar.broker import errors
 from magnetar.broker.admin import models as m
+from magnetar.broker.admin.partition_fanout import PartitionFanOut, for_each_topic_of
 from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
 from magnetar.broker.service.rates import expire_counted
@@ -55,6 +64,7 @@ class PeekedMessage:
 class TopicOps:
     def __init__(self, svc: BrokerServiceView) -> None:
         self._svc = svc
+        self.fanout = PartitionFanOut(svc)
 
     # ------------------------------------------------------------ resolution
     async def _refs(self, topic: str, *, allow_partitioned: bool) -> list[TopicRef]:
@@ -68,24 +78,51 @@ class TopicOps:
         return [ref]
 
     async def _topic(self, ref: TopicRef) -> Any:
+        """The loaded topic; a partition of an existing partitioned topic is created on first use."""
         if not ref.persistent:
             raise errors.NotAllowedError("Operation not allowed on a non-persistent topic")
         try:
             return await self._svc.topics.get_topic(ref, create=False)
         except errors.TopicNotFoundError:
+            if ref.is_partition and ref.partition_index < (await self._svc.partitions_of(ref.base) or 0):
+                return await self._svc.topics.get_topic(ref, create=True, explicit=True)
             raise errors.TopicNotFoundError("Topic not found") from None
 
     async def _topics(self, topic: str, *, allow_partitioned: bool = True) -> list[Any]:
         refs = await self._refs(topic, allow_partitioned=allow_partitioned)
-        if len(refs) == 1:
-            return [await self._topic(refs[0])]
-        out = []
-        for r in refs:
-            try:
-                out.append(await self._topic(r))
-            except errors.TopicNotFoundError:
-                out.append(await self._svc.topics.get_topic(r, create=True, explicit=True))
-        return out
+        return [await self._topic(r) for r in refs]
+
+    async def _each(
+        self,
+        topic: str,
+        local: Callable[[Any], Awaitable[Any]],
+        method: str,
+        suffix: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+    ) -> list[Any]:
+        """``local(topic object)`` on the topic, or on each partition of a partitioned one --
+        those another broker owns by ``method`` on ``{partition}{suffix}`` at their owner.  The
+        results where it was done; a partition's TopicNotFound / SubscriptionNotFound is left
+        out (the caller decides what "found nowhere" means), any other error is raised."""
+        base = parse_topic(topic)
+        refs = await self._refs(topic, allow_partitioned=True)
+
+        async def here(ref: TopicRef) -> Any:
+            return await local(await self._topic(ref))
+
+        if [r.full_name for r in refs] == [base.full_name]:
+            return [await here(base)]  # one topic: the web layer sent the call to its owner
+        outcomes = await self.fanout.each(refs, here, method, suffix, params=params, body=body)
+        return [v for _, v in _found(refs, outcomes)]
+
+    async def _partitions_each(
+        self, ref: TopicRef, n: int, local: Callable[[TopicRef], Awaitable[Any]], method: str, suffix: str
+    ) -> list[tuple[TopicRef, Any]]:
+        """(partition, result) of ``local(partition)`` or ``method`` at its owner, missing ones left out."""
+        refs = [ref.partition(i) for i in range(n)]
+        return _found(refs, await self.fanout.each(refs, local, method, suffix))
 
     @staticmethod
     def _cursor(t: Any, sub: str) -> Any:
@@ -139,12 +176,13 @@ class TopicOps:
         ref = parse_topic(topic)
         n = await self._svc.partitions_of(ref)
         if n:
+
+            async def here(p: TopicRef) -> list[str]:
+                return await self.list_subscriptions(p.full_name)
+
             names: set[str] = set()
-            for i in range(n):
-                try:
-                    names.update(await self.list_subscriptions(ref.partition(i).full_name))
-                except errors.TopicNotFoundError:
-                    pass
+            for _, subs in await self._partitions_each(ref, n, here, "GET", "/subscriptions"):
+                names.update(subs)
             return sorted(names)
         t = await self._existing_topic(topic)
         return sorted(set(t.subscriptions) | set(t.stored_cursors))
@@ -156,26 +194,62 @@ class TopicOps:
         n = await self._svc.partitions_of(ref)
         if n is None:
             raise errors.TopicNotFoundError("Partitioned Topic not found")
+
+        async def here(p: TopicRef) -> dict:
+            return topic_stats_dict(
+                await self._svc.topics.get_topic(p, create=False), self._svc.web_service_url()
+            )
+
         per: dict[str, dict] = {}
-        for i in range(n):
-            p = ref.partition(i)
-            try:
-                t = await self._svc.topics.get_topic(p, create=False)
-            except errors.TopicNotFoundError:
-                continue
-            per[p.full_name] = topic_stats_dict(t, self._svc.web_service_url())
+        for p, stats in await self._partitions_each(ref, n, here, "GET", "/stats"):
+            stats.pop("compaction", None)  # an owner's answer carries it; a partitioned topic's has none
+            per[p.full_name] = stats
         out = merge_topic_stats(list(per.values()))
         out["metadata"] = {"partitions": n}
         out["partitions"] = per if per_partition else {}
         return out
 
+    async def partitioned_internal_stats(self, topic: str) -> dict:
+        """Each partition's managed-ledger internal stats (Pulsar's PartitionedManagedLedgerInfo)."""
+        ref = parse_topic(topic)
+        n = await self._svc.partitions_of(ref)
+        if not n:
+            raise errors.TopicNotFoundError("Partitioned topic not found")
+
+        async def here(p: TopicRef) -> dict:
+            return await self.internal_stats(p.full_name)
+
+        parts = await self._partitions_each(ref, n, here, "GET", "/internalStats")
+        return {"metadata": {"partitions": n}, "partitions": {p.full_name: st for p, st in parts}}
+
     async def unload_topic(self, topic: str) -> None:
         """Close the topic (each partition of a partitioned one); clients reconnect."""
         ref = parse_topic(topic)
         n = await self._svc.partitions_of(ref)
-        refs = [ref.partition(i) for i in range(n)] if n else [ref]
-        for r in refs:
-            await self._svc.topics.unload(r)
+        if not n:
+            await self._svc.topics.unload(ref)
+            return
+
+        async def here(p: TopicRef) -> None:
+            await self._svc.topics.unload(p)
+
+        await self._partitions_each(ref, n, here, "PUT", "/unload")
+
+    async def delete_partitions_elsewhere(self, topic: str, force: bool = False) -> None:
+        """Before the service deletes a partitioned topic (``delete_partitioned_topic``, which
+        deletes the partitions loaded here and the metadata): each partition another broker
+        owns is deleted there (it refuses while clients are connected, unless ``force``)."""
+        ref = parse_topic(topic)
+        await self._svc.require_namespace(ref.namespace)
+        n = await self._svc.partitions_of(ref) if not ref.is_partition else None
+        if n:
+            refs = [ref.partition(i) for i in range(n)]
+
+            async def here(p: TopicRef) -> None:  # owned here: the service deletes it
+                return None
+
+            params = {"force": str(force).lower()}
+            _found(refs, await self.fanout.each(refs, here, "DELETE", "", params=params))
 
     # ------------------------------------------------------------ subscriptions
     async def create_subscription(self, topic: str, sub: str, start: m.ResetCursorData | None) -> None:
@@ -186,11 +260,14 @@ class TopicOps:
             raise errors.PreconditionFailedError(
                 "Create subscription on non-persistent topic is not supported"
             )
-        topics = await self._topics(topic)
-        for t in topics:
-            if sub in t.subscriptions or sub in t.ml.cursors:
-                raise errors.AlreadyExistsError("Subscription already exists for topic")
-        for t in topics:
+
+        async def names(t: Any) -> list[str]:
+            return sorted(set(t.subscriptions) | set(t.ml.cursors))
+
+        if any(sub in found for found in await self._each(topic, names, "GET", "/subscriptions")):
+            raise errors.AlreadyExistsError("Subscription already exists for topic")
+
+        async def create(t: Any) -> None:
             earliest = start is not None and start.ledgerId == -1 and start.entryId == -1
             cursor = await t.ml.open_cursor(
                 sub, InitialPosition.EARLIEST if earliest else InitialPosition.LATEST
@@ -199,21 +276,25 @@ class TopicOps:
                 pos = Position(start.ledgerId, start.entryId)
                 await cursor.reset_cursor(pos.next() if start.isExcluded else pos)
 
+        body = start.model_dump() if start is not None else None
+        await self._each(topic, create, "PUT", f"/subscription/{_q(sub)}", body=body)
+
     async def delete_subscription(self, topic: str, sub: str, force: bool = False) -> None:
-        found = False
-        for t in await self._topics(topic):
+        async def delete(t: Any) -> None:
             s = t.subscriptions.get(sub)
             if s is not None:
                 if s.consumers and not force:
                     raise errors.PreconditionFailedError("Subscription has active connected consumers")
-                found = True
                 for c in list(s.consumers):
                     c.cnx.broker_closed_consumer(c)
                 await t.unsubscribe(s)
             elif sub in t.ml.cursors:
-                found = True
                 await t.ml.delete_cursor(sub)
-        if not found:
+            else:
+                raise errors.SubscriptionNotFoundError("Subscription not found")
+
+        params = {"force": str(force).lower()}
+        if not await self._each(topic, delete, "DELETE", f"/subscription/{_q(sub)}", params=params):
             raise errors.SubscriptionNotFoundError("Subscription not found")
 
     async def skip(self, topic: str, sub: str, n: int) -> None:
@@ -224,16 +305,11 @@ class TopicOps:
         self._after_move(t, sub)
 
     async def skip_all(self, topic: str, sub: str) -> None:
-        found = False
-        for t in await self._topics(topic):
-            try:
-                cursor = self._cursor(t, sub)
-            except errors.SubscriptionNotFoundError:
-                continue
-            found = True
-            await cursor.clear_backlog()
+        async def clear(t: Any) -> None:
+            await self._cursor(t, sub).clear_backlog()
             self._after_move(t, sub)
-        if not found:
+
+        if not await self._each(topic, clear, "POST", f"/subscription/{_q(sub)}/skip_all"):
             raise errors.SubscriptionNotFoundError("Subscription not found")
 
     @staticmethod
@@ -245,9 +321,10 @@ class TopicOps:
     async def expire_messages(self, topic: str, sub: str | None, expire_seconds: int) -> None:
         if expire_seconds < 0:
             raise errors.PreconditionFailedError("Expire time must be >= 0")
-        found = False
-        for t in await self._topics(topic):
+
+        async def expire(t: Any) -> None:
             names = [sub] if sub is not None else sorted(set(t.subscriptions) | set(t.ml.cursors))
+            found = False
             for name in names:
                 try:
                     cursor = self._cursor(t, name)
@@ -258,7 +335,14 @@ class TopicOps:
                     t, name, cursor, expire_seconds * 1000, publish_time_of, self._svc.clock.time_ms()
                 )
                 self._after_move(t, name)
-        if sub is not None and not found:
+            if sub is not None and not found:
+                raise errors.SubscriptionNotFoundError("Subscription not found")
+
+        if sub is None:
+            suffix = f"/all_subscription/expireMessages/{expire_seconds}"
+        else:
+            suffix = f"/subscription/{_q(sub)}/expireMessages/{expire_seconds}"
+        if not await self._each(topic, expire, "POST", suffix) and sub is not None:
             raise errors.SubscriptionNotFoundError("Subscription not found")
 
     async def expire_to_position(self, topic: str, sub: str, pos: m.ResetCursorData) -> None:
@@ -272,16 +356,11 @@ class TopicOps:
         self._after_move(t, sub)
 
     async def reset_by_time(self, topic: str, sub: str, timestamp_ms: int) -> None:
-        found = False
-        for t in await self._topics(topic):
-            try:
-                cursor = self._cursor(t, sub)
-            except errors.SubscriptionNotFoundError:
-                continue
-            found = True
-            pos = await cursor.find_position_by_publish_time(timestamp_ms, publish_time_of)
+        async def reset(t: Any) -> None:
+            pos = await self._cursor(t, sub).find_position_by_publish_time(timestamp_ms, publish_time_of)
             await self._move(t, sub, pos)
-        if not found:
+
+        if not await self._each(topic, reset, "POST", f"/subscription/{_q(sub)}/resetcursor/{timestamp_ms}"):
             raise errors.SubscriptionNotFoundError("Subscription not found")
 
     async def reset_by_position(self, topic: str, sub: str, data: m.ResetCursorData) -> None:
@@ -396,8 +475,41 @@ class TopicOps:
         n = await self._svc.partitions_of(ref)
         if not n:
             raise errors.NotAllowedError("Topic is not partitioned")
-        for i in range(n):
-            await self.terminate(ref.partition(i).full_name)
+
+        async def here(p: TopicRef) -> dict:
+            return await self.terminate(p.full_name)
+
+        refs = [ref.partition(i) for i in range(n)]
+        for outcome in await self.fanout.each(refs, here, "POST", "/terminate"):
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    # ------------------------------------------------------------ namespace-wide
+    async def clear_namespace_backlog(self, namespace: str, sub: str | None = None) -> None:
+        """Skips all on every subscription (or ``sub``) of every topic of the namespace, each
+        topic on its owner."""
+        await for_each_topic_of(self, namespace, sub, "skip_all")
+
+    async def unsubscribe_namespace(self, namespace: str, sub: str) -> None:
+        """Deletes ``sub`` on every topic of the namespace that has it, each on its owner."""
+        await for_each_topic_of(self, namespace, sub, "delete")
+
+
+def _q(segment: str) -> str:
+    return quote(segment, safe="")
+
+
+def _found(refs: list[TopicRef], outcomes: list[Any]) -> list[tuple[TopicRef, Any]]:
+    """(ref, result) where the operation was done; a missing topic or subscription is left
+    out, any other error raised (the first)."""
+    out = []
+    for ref, o in zip(refs, outcomes, strict=True):
+        if isinstance(o, errors.TopicNotFoundError | errors.SubscriptionNotFoundError):
+            continue
+        if isinstance(o, BaseException):
+            raise o
+        out.append((ref, o))
+    return out
 
 
 def _iso(ms: int) -> str:

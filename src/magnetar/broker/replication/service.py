@@ -228,6 +228,7 @@ class ReplicationService:
     async def _check_loop(self) -> None:
         while True:
             await self._svc.clock.sleep(self.check_interval_s)
+            view = _PolicyPass(self)  # one read per namespace per pass, not three per topic
             for topic in self._svc.topics.loaded():
                 if not topic.active or not topic.ref.persistent:
                     continue
@@ -235,7 +236,7 @@ class ReplicationService:
                     if replicator.task is not None and replicator.task.done():
                         topic.replicators.pop(remote, None)  # died: started again below
                 try:
-                    configured = await self.configured_clusters(topic)
+                    configured = await view.configured_clusters_for(topic.ref)
                     if configured and self.local_cluster not in configured:
                         await self._delete_local(topic, configured)
                         continue
@@ -356,3 +357,36 @@ class ReplicationService:
                     await self.controller_of(topic).tick()
                 except (ManagedLedgerError, ProtocolError) as exc:
                     log.info("replicated-subscription snapshot of %s failed: %s", topic.name, exc)
+
+
+class _PolicyPass:
+    """The replication clusters as one pass of the check loop reads them: per namespace, the
+    list of topics with a topic-policies document (one read) and the namespace's policies (one
+    read); a topic's own document only where it has one.  Every topic costs three metadata
+    reads otherwise (its absent document is a read and a watch), each second: 30,000 reads a
+    second with 10,000 topics loaded.  A change lands on the next pass, as before."""
+
+    def __init__(self, service: ReplicationService) -> None:
+        self._service = service
+        self._documented: dict[str, set[str]] = {}
+        self._ns_clusters: dict[str, list[str]] = {}
+
+    async def configured_clusters_for(self, ref: TopicRef) -> list[str]:
+        from magnetar.broker.service.policies import base_ref, topic_policies_path  # service imports us
+
+        if ref.namespace in SYSTEM_NAMESPACES or ref.local_name.startswith("__"):
+            return []
+        svc = self._service._svc  # noqa: SLF001 - the service's own helper
+        path = topic_policies_path(base_ref(ref))
+        parent, _, leaf = path.rpartition("/")
+        documented = self._documented.get(parent)
+        if documented is None:
+            documented = self._documented[parent] = set(await svc.metadata_store.children(parent))
+        if leaf in documented:
+            clusters = (await JsonStore(svc.metadata_store).get(path) or {}).get("replicationClusters")
+            if clusters:
+                return sorted(set(clusters))
+        if ref.namespace not in self._ns_clusters:
+            policies = await svc.resources.namespaces.get(ref.namespace) or {}
+            self._ns_clusters[ref.namespace] = sorted(set(policies.get("replication_clusters") or []))
+        return self._ns_clusters[ref.namespace]
