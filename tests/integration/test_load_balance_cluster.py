@@ -31,9 +31,8 @@ import uuid
 
 import pytest
 
-from magnetar.testing.cluster import ClusterProcesses
+from magnetar.testing.cluster import ClusterProcesses, serving_cluster
 from magnetar.testing.standalone import broker_unavailable_reason
-from magnetar.testing.zookeeper import in_ci
 
 pulsar = pytest.importorskip("pulsar")
 pytestmark = [
@@ -49,14 +48,7 @@ PAYLOAD = b"x" * 1000
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from magnetar.app.zookeeper_server import find_zookeeper
-
-    found = find_zookeeper()
-    if isinstance(found, str):
-        if in_ci():
-            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}")
-        pytest.skip(found)
-    c = ClusterProcesses(
+    yield from serving_cluster(
         tmp_path_factory.mktemp("loadbalance"),
         brokers=4,
         bookies=2,
@@ -77,8 +69,6 @@ def cluster(tmp_path_factory):
             "loadBalancerAutoBundleSplitEnabled": "false",
         },
     )
-    with c:
-        yield c
 
 
 # ---------------------------------------------------------------- helpers

@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +28,7 @@ import uuid
 import pytest
 
 from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
+from magnetar.testing.streams import NumberedStream
 from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401
 
 pulsar = pytest.importorskip("pulsar")
@@ -251,72 +251,6 @@ def test_http_lookup_and_topic_admin_redirect_to_the_owner(cluster):
     cl.close()
 
 
-class Stream:
-    """A producer sending numbered messages as fast as receipts come, and a consumer acking them."""
-
-    def __init__(self, url: str, topic: str) -> None:
-        self.client = client(url)
-        self.consumer = self.client.subscribe(topic, "stream", consumer_type=pulsar.ConsumerType.Shared)
-        self.producer = self.client.create_producer(topic, send_timeout_millis=60_000, batching_enabled=False)
-        self.acked: list[int] = []
-        self.received: list[int] = []
-        self.stored: dict[int, set[str]] = {}  # value -> message ids it arrived with
-        self.consumer_acked: set[int] = set()
-        self.redelivered_after_ack: list[int] = []
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._send, daemon=True),
-            threading.Thread(target=self._recv, daemon=True),
-        ]
-        for t in self._threads:
-            t.start()
-
-    def _send(self) -> None:
-        i = 0
-        while not self._stop.is_set():
-            try:
-                self.producer.send(str(i).encode())
-                self.acked.append(i)
-            except Exception as e:  # noqa: BLE001 -- recorded; an unacknowledged send may be retried
-                self.errors.append(repr(e))
-            i += 1
-            time.sleep(0.005)
-
-    def _recv(self) -> None:
-        while not self._stop.is_set() or len(set(self.received)) < len(self.acked):
-            try:
-                msg = self.consumer.receive(timeout_millis=500)
-            except Exception:  # noqa: BLE001 -- timeout
-                if self._stop.is_set() and time.monotonic() > self._deadline:
-                    return
-                continue
-            if int(msg.data()) in self.consumer_acked:
-                self.redelivered_after_ack.append(int(msg.data()))
-            self.received.append(int(msg.data()))
-            self.stored.setdefault(int(msg.data()), set()).add(str(msg.message_id()))
-            self.consumer.acknowledge(msg)
-            self.consumer_acked.add(int(msg.data()))
-
-    def stop(self, drain_s: float = 60.0) -> None:
-        self._deadline = time.monotonic() + drain_s
-        self._stop.set()
-        for t in self._threads:
-            t.join(drain_s + 5)
-        self.client.close()
-
-    def stored_twice(self) -> list[int]:
-        """Values stored under two message ids (a duplicate in the log, not a redelivery)."""
-        return sorted(v for v, ids in self.stored.items() if len(ids) > 1)
-
-    def wait_acked(self, n: int, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        start = len(self.acked)
-        while len(self.acked) < start + n:
-            assert time.monotonic() < deadline, f"stuck at {len(self.acked)} acked; errors {self.errors[-3:]}"
-            time.sleep(0.05)
-
-
 def test_split_bundle_and_namespace_unload(cluster):
     ns = new_namespace(cluster, bundles=2)
     web = cluster.brokers[0].web_url
@@ -347,7 +281,7 @@ def test_zookeeper_away_past_the_session_timeout_every_broker_comes_back(cluster
     session is gone (its bundles with it); each re-registers on a new session, no restart."""
     ns = new_namespace(cluster, bundles=4)
     topic = f"persistent://{ns}/zk-away"
-    stream = Stream(cluster.service_url(), topic)
+    stream = NumberedStream(cluster.service_url(), topic)
     try:
         stream.wait_acked(50)
         zookeeper_server.stop()
@@ -370,14 +304,14 @@ def test_zookeeper_away_past_the_session_timeout_every_broker_comes_back(cluster
     assert all(b.proc.poll() is None for b in cluster.brokers)
     status, leader, _ = http("GET", f"{cluster.brokers[1].web_url}/admin/v2/brokers/leaderBroker")
     assert status == 200 and leader["brokerId"] in want
-    assert set(stream.acked) <= set(stream.received), sorted(set(stream.acked) - set(stream.received))[:10]
+    assert stream.lost() == [], stream.explain()
 
 
 def test_graceful_stop_of_an_owner_hands_its_bundles_over(cluster):
     """SIGTERM: the broker leaves the list, unloads its bundles (clients move), then exits 0."""
     ns = new_namespace(cluster, bundles=4)
     topic = f"persistent://{ns}/graceful"
-    stream = Stream(cluster.service_url(), topic)
+    stream = NumberedStream(cluster.service_url(), topic)
     try:
         stream.wait_acked(50)
         leaving = owner_of_topic(cluster, topic)
@@ -390,5 +324,5 @@ def test_graceful_stop_of_an_owner_hands_its_bundles_over(cluster):
         stream.stop()
     print(f"graceful stop: first acknowledged send on the new owner {handover_s:.2f} s after SIGTERM")
     assert owner_of_topic(cluster, topic) is not leaving
-    assert set(stream.acked) <= set(stream.received), sorted(set(stream.acked) - set(stream.received))[:10]
+    assert stream.lost() == [], stream.explain()
     assert stream.stored_twice() == []

@@ -17,18 +17,14 @@ import time
 import pytest
 
 from magnetar.bookie.app import UNREGISTER_TIMEOUT_S
-from magnetar.testing.zookeeper import ZooKeeperServer, find_zookeeper, in_ci
+from magnetar.testing.zookeeper import ZooKeeperServer, require_zookeeper
 
 pytestmark = pytest.mark.zookeeper
 
 
 @pytest.fixture
 def own_zookeeper(tmp_path):
-    found = find_zookeeper()
-    if isinstance(found, str):
-        if in_ci():
-            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}", pytrace=False)
-        pytest.skip(found)
+    require_zookeeper()
     zk = ZooKeeperServer(str(tmp_path / "zk"))
     zk.start()
     yield zk
