@@ -194,9 +194,17 @@ def test_load_spreads_grows_and_drains_with_nothing_lost(cluster: ClusterProcess
         # 1. everything on broker-0 (placement honours the pin)
         on = owners(c, "public/load", [0, 1, 2])
         assert on[1] == on[2] == 0 and on[0] > 0, on
-        time.sleep(3)  # a few report intervals: the load shows in broker-0's report
-        report = ok(http("GET", f"{c.web_url(0)}/admin/v2/broker-stats/load-report"))
-        assert report["msgRateIn"] > 0 and report["bandwidthIn"]["usage"] > 0, report
+        report = wait_until(  # a report interval or two: the load shows in broker-0's report
+            "the traffic in broker-0's load report",
+            lambda: (
+                (r := ok(http("GET", f"{c.web_url(0)}/admin/v2/broker-stats/load-report")))
+                and r["msgRateIn"] > 0
+                and r["bandwidthIn"]["usage"] > 0
+                and r
+            ),
+            timeout_s=30,
+            every_s=0.3,
+        )
         assert report["numBundles"] >= 1 and set(report["lastStats"]) == set(report["bundles"])
 
         # 2. the pin goes: the leader spreads the bundles over the three brokers
