@@ -1,6 +1,8 @@
 """Bundle ownership in a real cluster: ZooKeeper, two ``magnetar bookie``, three ``magnetar broker``.
 
-Every piece is a real process on loopback, started as an operator would.  The
+Every piece is a real process on loopback, started by
+:class:`~magnetar.testing.cluster.ClusterProcesses` (the config files and command lines of
+``magnetar cluster up``; the brokers start together).  The
 official client (pulsar-client) talks to each broker's URL; the brokers
 register under ``/loadbalance/brokers``, elect a leader, split namespaces into
 bundles, own each bundle through an ephemeral lock and redirect lookups to the
@@ -8,18 +10,13 @@ owner.  The module's tests share one cluster and run in file order: the last
 ones take ZooKeeper away past the session timeout and stop an owner gracefully
 (the kill -9, pause, unload and many-topics cases live in
 test_cluster_mustshow.py, on the shared ClusterProcesses kit).
-
-The fixture is local to this file (the cluster-ops work brings a shared
-harness, ``magnetar.testing.cluster``; the lead unifies them).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -27,7 +24,8 @@ import uuid
 
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
+from magnetar.testing.cluster import ClusterProcesses
+from magnetar.testing.standalone import broker_unavailable_reason
 from magnetar.testing.streams import NumberedStream
 from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401
 
@@ -43,88 +41,49 @@ BROKERS = 3
 BOOKIES = 2
 
 
-class ClusterBroker(StandaloneProcess):
-    def __init__(self, data_dir, metadata_url: str) -> None:
-        super().__init__(data_dir)
-        self.metadata_url = metadata_url
+class Broker:
+    """One broker of the kit's cluster, as these tests use it (one object per broker: compared by ``is``)."""
 
-    def command(self, broker_port: int = 0, web_port: int = 0) -> list[str]:
-        cmd = super().command(broker_port, web_port)
-        cmd[cmd.index("standalone")] = "broker"
-        return cmd + ["--metadata-url", self.metadata_url]
+    def __init__(self, kit: ClusterProcesses, i: int) -> None:
+        self.kit, self.name = kit, f"broker-{i}"
+        self.web_url, self.broker_url = kit.web_url(i), kit.broker_url(i)
+        self.broker_id = self.web_url.split("://", 1)[1]
 
     @property
-    def broker_id(self) -> str:
-        return self.web_url.split("://", 1)[1]
+    def proc(self) -> subprocess.Popen:
+        return self.kit.procs[self.name]
 
+    def terminate(self) -> int | None:
+        """SIGTERM; the exit status."""
+        return self.kit.terminate(self.name)
 
-def _start_bookie(tmp_path, metadata_url: str, name: str) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "magnetar.cli.main", "bookie", "--data-dir", str(tmp_path / name)]
-    cmd += ["--port", "0", "--advertised-address", "127.0.0.1", "--metadata-url", metadata_url]
-    log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 -- handed to the child
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
-    log.close()
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if "magnetar bookie ready" not in line:
-        proc.kill()
-        pytest.fail(f"bookie did not start: {line!r}: {(tmp_path / f'{name}.log').read_text()[-2000:]}")
-    return proc
+    def log_tail(self, lines: int = 40) -> str:
+        return self.kit.log(self.name, lines)
 
 
 class Cluster:
-    def __init__(self, tmp_path, url: str) -> None:
-        self.tmp_path = tmp_path
-        self.url = url
-        self.bookies: list[subprocess.Popen[str]] = []
-        self.brokers: list[ClusterBroker] = []
-        self.conf = tmp_path / "broker.conf"
-        self.conf.write_text(
-            "clusterName=own-cluster\n"
-            f"metadataStoreSessionTimeoutMillis={SESSION_TIMEOUT_MS}\n"
-            "managedLedgerDefaultEnsembleSize=2\nmanagedLedgerDefaultWriteQuorum=2\n"
-            "managedLedgerDefaultAckQuorum=2\n"
-        )
+    def __init__(self, kit: ClusterProcesses) -> None:
+        self.kit = kit
+        self.brokers = [Broker(kit, i) for i in range(BROKERS)]
 
-    def start_broker(self, i: int) -> ClusterBroker:
-        b = ClusterBroker(self.tmp_path / f"broker{i}", self.url)
-        b.config_file = self.conf
-        b.start(timeout_s=90)
-        return b
-
-    def live(self) -> list[ClusterBroker]:
-        return [b for b in self.brokers if b.proc is not None and b.proc.poll() is None]
+    def live(self) -> list[Broker]:
+        return [b for b in self.brokers if self.kit.running(b.name)]
 
     def service_url(self) -> str:
         return "pulsar://" + ",".join(b.broker_url.split("://", 1)[1] for b in self.live())
 
-    def close(self) -> None:
-        for b in self.brokers:
-            if b.proc is not None and b.proc.poll() is None:
-                try:
-                    os.kill(b.pid, signal.SIGCONT)
-                except OSError:
-                    pass
-            b.terminate()
-        for p in self.bookies:
-            p.terminate()
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, zookeeper_server):
-    tmp = tmp_path_factory.mktemp("own-cluster")
-    url = f"zk:{zookeeper_server.hosts}/own-{uuid.uuid4().hex[:8]}"
-    c = Cluster(tmp, url)
-    try:
-        c.bookies = [_start_bookie(tmp, url, f"bookie{i}") for i in range(BOOKIES)]
-        c.brokers = [c.start_broker(i) for i in range(BROKERS)]
-        yield c
-    finally:
-        c.close()
+    with ClusterProcesses(
+        tmp_path_factory.mktemp("own-cluster"),
+        brokers=BROKERS,
+        bookies=BOOKIES,
+        zookeeper_url=zookeeper_server.url,  # the shared server: a test takes it away and back
+        cluster_name="own-cluster",
+        broker_properties={"metadataStoreSessionTimeoutMillis": str(SESSION_TIMEOUT_MS)},
+    ) as kit:
+        yield Cluster(kit)
 
 
 def http(method: str, url: str, body: object = None, follow: bool = True) -> tuple[int, object, dict]:
@@ -176,7 +135,7 @@ def owners(c: Cluster, namespace: str) -> dict[str, str]:
     return out
 
 
-def owner_of_topic(c: Cluster, topic: str, via: ClusterBroker | None = None) -> ClusterBroker:
+def owner_of_topic(c: Cluster, topic: str, via: Broker | None = None) -> Broker:
     via = via or c.live()[0]
     status, data, _ = http("GET", f"{via.web_url}/lookup/v2/topic/{topic.replace('://', '/')}")
     assert status == 200, data
