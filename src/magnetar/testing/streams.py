@@ -47,7 +47,8 @@ class NumberedStream:
         self.acked_at: dict[int, float] = {}  # value -> when the consumer acknowledged it
         self.redelivered: list[tuple[int, float]] = []  # (value, when its ack was made)
         self.errors: list[str] = []
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # the sender stops (after its send in flight)
+        self._sender_done = threading.Event()  # the receiver drains from then on
         self._deadline = float("inf")
         self._threads = [threading.Thread(target=f, daemon=True) for f in (self._send, self._recv)]
         for t in self._threads:
@@ -68,11 +69,11 @@ class NumberedStream:
     def _recv(self) -> None:
         # until every acknowledged value arrived (a count could be met early by a value whose
         # send failed on the client yet was stored)
-        while not self._stop.is_set() or not set(self.acked) <= set(self.received):
+        while not self._sender_done.is_set() or not set(self.acked) <= set(self.received):
             try:
                 msg = self.consumer.receive(timeout_millis=500)
             except Exception:  # noqa: BLE001 -- receive timeout
-                if self._stop.is_set() and time.monotonic() > self._deadline:
+                if self._sender_done.is_set() and time.monotonic() > self._deadline:
                     return
                 continue
             v = int(msg.data())
@@ -90,10 +91,16 @@ class NumberedStream:
             time.sleep(0.05)
 
     def stop(self, drain_s: float = 60.0) -> None:
-        self._deadline = time.monotonic() + drain_s
+        """Stops the sender, waits for its send in flight (its receipt may still add a value to
+        ``acked``), then lets the receiver drain until every acknowledged value arrived or
+        ``drain_s`` passed.  (Draining from the moment of the stop raced with that last receipt:
+        the receiver could finish just before the sender appended one more value.)"""
         self._stop.set()
-        for t in self._threads:
-            t.join(drain_s + 5)
+        sender, receiver = self._threads
+        sender.join(drain_s + 5)
+        self._deadline = time.monotonic() + drain_s
+        self._sender_done.set()
+        receiver.join(drain_s + 5)
         self.client.close()
 
     def lost(self) -> list[int]:
