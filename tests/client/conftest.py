@@ -6,29 +6,19 @@ The official ``pulsar-client`` (test extra) is used only by the interoperability
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
+from magnetar.testing.standalone import StandaloneProcess, serving, unique_topic
 
 
 @pytest.fixture(scope="session")
 def standalone(tmp_path_factory: pytest.TempPathFactory):
-    reason = broker_unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    proc = StandaloneProcess(tmp_path_factory.mktemp("nativeclient") / "data")
-    proc.start()
-    yield proc
-    code = proc.terminate()
-    assert code == 0, f"standalone exited {code}; log tail:\n{proc.log_tail()}"
+    yield from serving(StandaloneProcess(tmp_path_factory.mktemp("nativeclient") / "data"))
 
 
 @pytest.fixture
 def topic(request) -> str:
-    base = request.node.name.replace("[", "-").replace("]", "").replace("/", "-")[:50]
-    return f"persistent://public/default/{base}-{uuid.uuid4().hex[:8]}"
+    return unique_topic(request.node.name, 50)
 
 
 @pytest.fixture

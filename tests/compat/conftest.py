@@ -8,11 +8,9 @@ helpers themselves live in :mod:`magnetar.testing.standalone`.
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
+from magnetar.testing.standalone import StandaloneProcess, serving, unique_topic
 
 try:  # not a module-level importorskip: that would also skip the codec's golden-frame tests here
     import pulsar
@@ -32,16 +30,9 @@ def _pulsar_logger():
 
 @pytest.fixture(scope="session")
 def standalone(tmp_path_factory: pytest.TempPathFactory):
-    reason = broker_unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     if pulsar is None:
         pytest.skip("the official pulsar-client is not installed (it is in the test extra)")
-    proc = StandaloneProcess(tmp_path_factory.mktemp("compat") / "data")
-    proc.start()
-    yield proc
-    code = proc.terminate()
-    assert code == 0, f"standalone exited {code} on SIGTERM; log tail:\n{proc.log_tail()}"
+    yield from serving(StandaloneProcess(tmp_path_factory.mktemp("compat") / "data"))
 
 
 def make_client(service_url: str, **kwargs):
@@ -70,5 +61,4 @@ def http_client(standalone):
 @pytest.fixture
 def topic(request) -> str:
     """A fresh topic name per test (persistent://public/default/...)."""
-    base = request.node.name.replace("[", "-").replace("]", "").replace("/", "-")[:60]
-    return f"persistent://public/default/{base}-{uuid.uuid4().hex[:8]}"
+    return unique_topic(request.node.name, 60)

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import socket
 import ssl
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -24,6 +22,7 @@ import pytest
 
 from magnetar.broker.auth.basic import apr1_md5
 from magnetar.testing.certs import make_test_pki
+from magnetar.testing.cli import run_admin
 from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
 
 pulsar = pytest.importorskip("pulsar")
@@ -421,15 +420,17 @@ def test_http_service_urls_with_basic_and_token(secured) -> None:
     assert produce(secured.proc.web_url, unique(), authentication=bad) != "ok"
 
 
-def admin_cli(secured, *args: str, url: str | None = None, extra: tuple[str, ...] = ()) -> tuple[int, str]:
-    cmd = [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", url or secured.proc.web_url]
-    out = subprocess.run([*cmd, *extra, *args], capture_output=True, text=True, timeout=60, check=False)
+def admin_cli(
+    secured, *args: str, url: str | None = None, extra: tuple[str, ...] = (), subprocess: bool = False
+) -> tuple[int, str]:
+    """``magnetar admin``: in-process (magnetar.testing.cli) unless ``subprocess``."""
+    out = run_admin(url or secured.proc.web_url, *extra, *args, check=False, subprocess=subprocess)
     return out.returncode, out.stdout + out.stderr
 
 
 def test_magnetar_admin_cli_with_token_basic_and_tls_credentials(secured) -> None:
     tok = ("--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken", "--auth-params")
-    code, out = admin_cli(secured, "tenants", "list", extra=(*tok, f"token:{token(SUPER)}"))
+    code, out = admin_cli(secured, "tenants", "list", extra=(*tok, f"token:{token(SUPER)}"), subprocess=True)
     assert code == 0 and "sec" in out, out
     code, out = admin_cli(secured, "tenants", "list", extra=(*tok, f"token:{token('sec-admin')}"))
     assert code != 0 and "super-user" in out, out  # 403 with the broker's reason

@@ -32,6 +32,8 @@ from typing import Any
 import pytest
 
 from magnetar.cli.cluster import read_cluster_metadata
+from magnetar.testing.geo import http_json as http
+from magnetar.testing.geo import poll, receive_all, receive_until
 from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401 -- fixture
 
 pulsar = pytest.importorskip("pulsar")
@@ -44,14 +46,6 @@ BROKER_PROPERTIES = (
     "magnetarReplicationPolicyCheckIntervalMs=500",
     "statsUpdateFrequencyInSecs=1",
 )
-
-
-def http(method: str, url: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        raw = resp.read()
-    return json.loads(raw) if raw else None
 
 
 def magnetar(*args: str, timeout_s: float = 180) -> subprocess.CompletedProcess:
@@ -125,52 +119,11 @@ def clusters(tmp_path_factory: pytest.TempPathFactory, zookeeper_server):  # noq
             c.down()
 
 
-def receive_all(consumer: Any, n: int, timeout_s: float = 60.0) -> list[Any]:
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout_s
-    while len(out) < n and time.monotonic() < deadline:
-        try:
-            msg = consumer.receive(timeout_millis=1000)
-        except pulsar.Timeout:
-            continue
-        out.append(msg)
-        consumer.acknowledge(msg)
-    return out
-
-
-def receive_until(consumer: Any, last: bytes, timeout_s: float = 40.0) -> list[bytes]:
-    """Receive and acknowledge until ``last`` arrived and 1 s passed without more."""
-    out: list[bytes] = []
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            msg = consumer.receive(timeout_millis=1000)
-        except pulsar.Timeout:
-            if last in out:
-                break
-            continue
-        consumer.acknowledge(msg)
-        out.append(msg.data())
-    return out
-
-
 def topic_stats(c: Cluster, name: str) -> dict[str, Any] | None:
     try:
         return http("GET", f"{c.web_url()}/admin/v2/persistent/{NS}/{name}/stats")
     except urllib.error.HTTPError:
         return None
-
-
-def poll(what: str, check: Any, timeout_s: float = 30.0, every_s: float = 0.3) -> Any:
-    """``check()`` until it returns something true; that value (AssertionError at the deadline)."""
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(every_s)
-    raise AssertionError(f"{what}: not within {timeout_s:.0f} s (last: {last})")
 
 
 def test_each_cluster_is_registered_in_the_shared_configuration_store(clusters) -> None:  # noqa: ANN001

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -22,7 +20,10 @@ from typing import Any
 
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess
+from magnetar.testing.cli import run_admin
+from magnetar.testing.geo import http_json as http
+from magnetar.testing.geo import poll, receive_all, receive_until
+from magnetar.testing.standalone import StandaloneProcess, start_together
 from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401 -- fixture
 
 pulsar = pytest.importorskip("pulsar")
@@ -32,15 +33,7 @@ NS = f"{TENANT}/repl"
 SNAPSHOT_MS = 300
 
 
-def http(method: str, url: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        raw = resp.read()
-    return json.loads(raw) if raw else None
-
-
-def start_cluster(tmp: Path, name: str, zk_url: str, extra: str = "") -> StandaloneProcess:
+def cluster_process(tmp: Path, name: str, zk_url: str, extra: str = "") -> StandaloneProcess:
     conf = tmp / f"{name}.conf"
     conf.write_text(
         f"clusterName={name}\nconfigurationMetadataStoreUrl={zk_url}\n"
@@ -48,17 +41,15 @@ def start_cluster(tmp: Path, name: str, zk_url: str, extra: str = "") -> Standal
         "magnetarReplicationPolicyCheckIntervalMs=500\n"
         f"replicatedSubscriptionsSnapshotFrequencyMillis={SNAPSHOT_MS}\n" + extra
     )
-    proc = StandaloneProcess(tmp / f"data-{name}", config_file=conf, extra_args=["--no-functions-worker"])
-    proc.start(timeout_s=90)
-    return proc
+    return StandaloneProcess(tmp / f"data-{name}", config_file=conf, extra_args=["--no-functions-worker"])
 
 
 @pytest.fixture(scope="module")
 def clusters(tmp_path_factory: pytest.TempPathFactory, zookeeper_server):  # noqa: ANN001, F811
     tmp = tmp_path_factory.mktemp("geo")
     zk_url = f"zk:{zookeeper_server.hosts}/geo-{uuid.uuid4().hex[:8]}"
-    a = start_cluster(tmp, "A", zk_url)
-    b = start_cluster(tmp, "B", zk_url)
+    a, b = cluster_process(tmp, "A", zk_url), cluster_process(tmp, "B", zk_url)
+    start_together((a, b), timeout_s=90)  # both at once: start-up is mostly waiting
     try:
         # Both registered themselves in the shared configuration store.
         assert set(http("GET", f"{a.web_url}/admin/v2/clusters")) >= {"A", "B"}
@@ -75,19 +66,6 @@ def clusters(tmp_path_factory: pytest.TempPathFactory, zookeeper_server):  # noq
 
 def client(proc: StandaloneProcess) -> Any:
     return pulsar.Client(proc.broker_url, operation_timeout_seconds=30)
-
-
-def receive_all(consumer: Any, n: int, timeout_s: float = 60.0) -> list[Any]:
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout_s
-    while len(out) < n and time.monotonic() < deadline:
-        try:
-            msg = consumer.receive(timeout_millis=1000)
-        except pulsar.Timeout:
-            continue
-        out.append(msg)
-        consumer.acknowledge(msg)
-    return out
 
 
 def test_namespace_policies_are_shared_and_tenants_restrict_clusters(clusters) -> None:  # noqa: ANN001
@@ -267,29 +245,14 @@ def test_replicated_subscription_fails_over_without_gap(clusters) -> None:  # no
         assert acked == [f"{i:04d}".encode() for i in range(half)]
         worker.join(30)
         # The acknowledgements in A reach B as an UPDATE marker once a snapshot covers them.
-        deadline = time.monotonic() + 20
-        st = None
-        while time.monotonic() < deadline:
-            st = sub_stats(b, name, "rs")
-            if st is not None and st["msgBacklog"] < total:
-                break
-            time.sleep(0.3)
-        assert st is not None and st["msgBacklog"] < total, f"B's subscription did not move: {st}"
+        st = poll("B's subscription moved by A's acknowledgements",
+                  lambda: (s := sub_stats(b, name, "rs")) and s["msgBacklog"] < total and s,
+                  timeout_s=40)  # fmt: skip
         assert st["isReplicated"] is True
         consumer.close()
         failover = c_b.subscribe(topic, "rs", initial_position=pulsar.InitialPosition.Earliest,
                                  replicate_subscription_state_enabled=True)  # fmt: skip
-        rest: list[bytes] = []
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # until the last message, then 1 s of silence
-            try:
-                msg = failover.receive(timeout_millis=1000)
-            except pulsar.Timeout:
-                if rest and rest[-1] == f"{total - 1:04d}".encode():
-                    break
-                continue
-            failover.acknowledge(msg)
-            rest.append(msg.data())
+        rest = receive_until(failover, f"{total - 1:04d}".encode())  # the last message, then 1 s quiet
         expected_rest = [f"{i:04d}".encode() for i in range(half, total)]
         assert [d for d in rest if d >= expected_rest[0]] == expected_rest, "no gap, in order"
         redelivered = [d for d in rest if d < expected_rest[0]]
@@ -323,12 +286,7 @@ def test_replicated_subscription_fails_over_without_gap(clusters) -> None:  # no
 
 
 def admin(proc: StandaloneProcess, *args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", proc.web_url, "-o", "json", *args],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    return out.stdout
+    return run_admin(proc.web_url, "-o", "json", *args).stdout  # in-process: magnetar.testing.cli
 
 
 def test_cli_setup_and_topic_level_replication_policy(clusters) -> None:  # noqa: ANN001

@@ -1,21 +1,21 @@
 """Fixtures for the Functions / Pulsar IO tests: a ``magnetar standalone`` subprocess with its worker.
 
 One standalone per module (start-up is the slow part); each test uses its own
-function names and topics.  ``admin(...)`` runs ``magnetar admin`` as a user
-does (a subprocess), ``rest`` is an httpx client on the web URL.
+function names and topics.  ``admin(...)`` runs ``magnetar admin`` (in-process by
+default, a real subprocess with ``subprocess=True``), ``rest`` is an httpx client on the web URL.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import httpx
 import pytest
 
+from magnetar.testing.cli import run_admin
 from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
 
 pulsar = pytest.importorskip("pulsar")
@@ -52,12 +52,10 @@ def client(fn_standalone):
     c.close()
 
 
-def admin(standalone, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", standalone.web_url, *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed ({r.returncode}): {r.stdout} {r.stderr}")
-    return r
+def admin(standalone, *args: str, check: bool = True, subprocess: bool = False) -> CompletedProcess[str]:
+    """``magnetar admin`` against the standalone: in-process (magnetar.testing.cli), or a real
+    ``python -m magnetar.cli.main`` with ``subprocess=True`` (each module keeps one such call)."""
+    return run_admin(standalone.web_url, *args, check=check, subprocess=subprocess)
 
 
 def wait_for(predicate, timeout_s: float = 30.0, what: str = "condition"):

@@ -7,16 +7,16 @@ sends the ``--auth-plugin/--auth-params`` credentials like every admin command.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import httpx
 import jwt
 import pytest
 
+from magnetar.testing.cli import run_admin
 from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
 
 pulsar = pytest.importorskip("pulsar")
@@ -62,11 +62,9 @@ def secured(tmp_path_factory):
     proc.terminate()
 
 
-def _admin(proc, token: str | None, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", proc.web_url]
-    if token:
-        cmd += ["--auth-plugin", TOKEN_PLUGIN, "--auth-params", f"token:{token}"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=60)
+def _admin(proc, token: str | None, *args: str, subprocess: bool = False) -> CompletedProcess[str]:
+    auth = ["--auth-plugin", TOKEN_PLUGIN, "--auth-params", f"token:{token}"] if token else []
+    return run_admin(proc.web_url, *auth, *args, check=False, subprocess=subprocess)
 
 
 @pytest.mark.parametrize("runtime", ["process", "thread"])
@@ -83,7 +81,7 @@ def test_functions_with_token_auth(secured, runtime):
         "--classname", "exclamation.ExclamationFunction", "--inputs", src, "--output", dst,
         "--custom-runtime-options", f'{{"runtime": "{runtime}"}}',
     )  # fmt: skip
-    refused = _admin(secured, None, *create)
+    refused = _admin(secured, None, *create, subprocess=True)  # the entry point as a user runs it
     assert refused.returncode == 1 and "401" in refused.stderr, refused.stderr
     r = _admin(secured, admin_token, *create)
     assert r.returncode == 0, r.stderr

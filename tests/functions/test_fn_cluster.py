@@ -34,23 +34,28 @@ class WorkerProcess:
                 [sys.executable, "-m", "magnetar.cli.main", "functions-worker", "--config", str(conf)],
                 stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
             )  # fmt: skip
-        found: list[str] = []
-        done = threading.Event()
+        self._found: list[str] = []
+        self._done = threading.Event()
 
         def drain() -> None:
             assert self.proc.stdout is not None
             for raw in self.proc.stdout:
                 m = READY.match(raw.decode(errors="replace"))
-                if m and not found:
-                    found.append(m.group(2))
-                    done.set()
-            done.set()
+                if m and not self._found:
+                    self._found.append(m.group(2))
+                    self._done.set()
+            self._done.set()
 
         threading.Thread(target=drain, daemon=True).start()
-        if not done.wait(60) or not found:
+        self.url = ""
+
+    def wait_ready(self, timeout_s: float = 60) -> WorkerProcess:
+        """Until its ready line (spawned workers start together; each is waited for here)."""
+        if not self._done.wait(timeout_s) or not self._found:
             self.proc.kill()
-            raise AssertionError(f"worker did not start: {log.read_text()[-2000:]}")
-        self.url = found[0]
+            raise AssertionError(f"worker did not start: {self.log.read_text()[-2000:]}")
+        self.url = self._found[0]
+        return self
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -107,8 +112,10 @@ def test_workers_schedule_and_reschedule_after_kill(broker, zookeeper_server, tm
             f"downloadDirectory: {tmp_path / wid}\nnumFunctionPackageReplicas: 1\n"
             "functionRuntimeFactoryClassName: org.apache.pulsar.functions.runtime.process.ProcessRuntimeFactory\n"
         )
-        workers[wid] = WorkerProcess(conf, tmp_path / f"{wid}.log")
+        workers[wid] = WorkerProcess(conf, tmp_path / f"{wid}.log")  # the three start together
     try:
+        for w in workers.values():
+            w.wait_ready()
         name = f"excl-{u}"
         src, dst = f"persistent://public/default/cin-{u}", f"persistent://public/default/cout-{u}"
         r = subprocess.run(
@@ -192,7 +199,7 @@ def test_worker_rest_authenticates_with_the_broker_keys(broker, zookeeper_server
         "authenticationProviders: [org.apache.pulsar.broker.authentication.AuthenticationProviderToken]\n"
         f"tokenSecretKey: file://{tmp_path / 'secret.key'}\n"
     )
-    worker = WorkerProcess(conf, tmp_path / "wa.log")
+    worker = WorkerProcess(conf, tmp_path / "wa.log").wait_ready()
     try:
         url = f"{worker.url}/admin/v2/worker/cluster"
         assert httpx.get(url, timeout=10).status_code == 401

@@ -24,7 +24,7 @@ def test_exclamation_function_via_admin_cli(fn_standalone, client, unique):
     r = admin(
         fn_standalone, "functions", "create", "--tenant", "public", "--namespace", "default", "--name", name,
         "--py", str(EXAMPLES / "exclamation.py"), "--classname", "exclamation.ExclamationFunction",
-        "--inputs", src, "--output", dst,
+        "--inputs", src, "--output", dst, subprocess=True,  # the entry point as a user runs it
     )  # fmt: skip
     assert "Created successfully" in r.stdout
     wait_running(fn_standalone, name)

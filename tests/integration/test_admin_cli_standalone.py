@@ -2,32 +2,29 @@
 """``magnetar admin`` end to end against a real standalone, with the official client producing.
 
 create tenant -> namespace -> policies -> partitioned topic -> produce -> stats shows it -> delete.
-Each command runs as a real ``python -m magnetar.cli.main admin ...`` subprocess.
+Each test's first command runs as a real ``python -m magnetar.cli.main admin ...`` subprocess
+(the entry point as a user runs it); the rest call the same ``main(argv)`` in-process
+(magnetar.testing.cli: the same parser and admin client over real HTTP, without 1-2 s of
+interpreter start each).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from subprocess import CompletedProcess
 
 import pulsar
 
+from magnetar.testing.cli import run_admin
 from tests.integration.test_admin_support import standalone  # noqa: F401
 
-CLI_TIMEOUT_S = 60
 
-
-def admin(standalone, *args: str, check: bool = True) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
-    cmd = [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", standalone.web_url, *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
-    if check:
-        assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
+def admin(standalone, *args: str, check: bool = True, subprocess: bool = False) -> CompletedProcess:  # type: ignore[no-untyped-def]
+    return run_admin(standalone.web_url, *args, check=check, subprocess=subprocess)
 
 
 def test_cli_end_to_end(standalone) -> None:  # type: ignore[no-untyped-def]
-    admin(standalone, "tenants", "create", "clit", "-c", "standalone", "-r", "ops")
+    admin(standalone, "tenants", "create", "clit", "-c", "standalone", "-r", "ops", subprocess=True)
     assert "clit" in admin(standalone, "tenants", "list").stdout.split()
     info = json.loads(admin(standalone, "-o", "json", "tenants", "get", "clit").stdout)
     assert info["allowedClusters"] == ["standalone"] and info["adminRoles"] == ["ops"]
@@ -83,7 +80,7 @@ def test_cli_topic_cursor_and_policy_commands(standalone) -> None:  # type: igno
         producer.close()
     finally:
         client.close()
-    peek = admin(standalone, "topics", "peek-messages", t, "-s", "s1", "-n", "2").stdout
+    peek = admin(standalone, "topics", "peek-messages", t, "-s", "s1", "-n", "2", subprocess=True).stdout
     assert peek.count("Message ID:") == 2 and "hello-0" in peek
     admin(standalone, "topics", "create-subscription", t, "-s", "s2", "-m", "earliest")
     assert admin(standalone, "topics", "subscriptions", t).stdout.split() == ["s1", "s2"]

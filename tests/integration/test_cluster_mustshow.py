@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -27,9 +26,9 @@ import uuid
 
 import pytest
 
-from magnetar.testing.cluster import ClusterProcesses
+from magnetar.testing.cluster import ClusterProcesses, serving_cluster
 from magnetar.testing.standalone import broker_unavailable_reason
-from magnetar.testing.zookeeper import in_ci
+from magnetar.testing.streams import NumberedStream
 
 pulsar = pytest.importorskip("pulsar")
 pytestmark = [
@@ -43,14 +42,7 @@ CLUSTER = "mustshow"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from magnetar.app.zookeeper_server import find_zookeeper
-
-    found = find_zookeeper()
-    if isinstance(found, str):
-        if in_ci():
-            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}")
-        pytest.skip(found)
-    c = ClusterProcesses(
+    yield from serving_cluster(
         tmp_path_factory.mktemp("mustshow"),
         brokers=3,
         bookies=3,
@@ -67,8 +59,6 @@ def cluster(tmp_path_factory):
             "openLedgerRereplicationGracePeriod": "1000",
         },
     )
-    with c:
-        yield c
 
 
 # ---------------------------------------------------------------- helpers
@@ -138,115 +128,6 @@ def owned_bundles(c: ClusterProcesses, ns: str) -> dict[str, str]:
                 assert rng not in out, f"bundle {rng} owned twice: {out[rng]} and {broker_id}"
                 out[rng] = broker_id
     return out
-
-
-class Stream:
-    """A producer sending numbered messages one at a time, and a consumer acknowledging each."""
-
-    def __init__(self, url: str, topic: str) -> None:
-        self.client = client(url)
-        self.consumer = self.client.subscribe(topic, "stream", consumer_type=pulsar.ConsumerType.Shared)
-        self.producer = self.client.create_producer(
-            topic,
-            producer_name=f"ms-{uuid.uuid4().hex[:6]}",
-            send_timeout_millis=60_000,
-            batching_enabled=False,
-        )
-        self.acked: list[int] = []
-        self.receipts: dict[int, str] = {}  # value -> the message id its send receipt carried
-        self.received: list[int] = []
-        self.stored: dict[int, set[str]] = {}  # value -> the message ids it arrived with
-        self.acked_at: dict[int, float] = {}  # value -> when the consumer acknowledged it
-        self.redelivered: list[tuple[int, float]] = []  # (value, when its ack was made)
-        self.errors: list[str] = []
-        self.debug: object = None  # what stop(on_loss=...) gathered
-        self._stop = threading.Event()
-        self._deadline = float("inf")
-        self._threads = [threading.Thread(target=f, daemon=True) for f in (self._send, self._recv)]
-        for t in self._threads:
-            t.start()
-
-    def _send(self) -> None:
-        i = 0
-        while not self._stop.is_set():
-            try:
-                msg_id = self.producer.send(str(i).encode())
-                self.receipts[i] = str(msg_id)  # (-1,-1): answered as a duplicate by dedup
-                self.acked.append(i)
-            except Exception as e:  # noqa: BLE001 -- recorded; not acknowledged, so not owed
-                self.errors.append(repr(e))
-            i += 1
-            time.sleep(0.005)
-
-    def _recv(self) -> None:
-        # until every acknowledged value arrived (a count could be met early by a value whose
-        # send failed on the client yet was stored)
-        while not self._stop.is_set() or not set(self.acked) <= set(self.received):
-            try:
-                msg = self.consumer.receive(timeout_millis=500)
-            except Exception:  # noqa: BLE001 -- receive timeout
-                if self._stop.is_set() and time.monotonic() > self._deadline:
-                    return
-                continue
-            v = int(msg.data())
-            if v in self.acked_at:
-                self.redelivered.append((v, self.acked_at[v]))
-            self.received.append(v)
-            self.stored.setdefault(v, set()).add(str(msg.message_id()))
-            self.consumer.acknowledge(msg)
-            self.acked_at.setdefault(v, time.monotonic())
-
-    def wait_acked(self, n: int, timeout_s: float = 60.0) -> None:
-        deadline, start = time.monotonic() + timeout_s, len(self.acked)
-        while len(self.acked) < start + n:
-            assert time.monotonic() < deadline, f"stuck at {len(self.acked)} acked; errors {self.errors[-3:]}"
-            time.sleep(0.05)
-
-    def stop(self, drain_s: float = 60.0, on_loss=None) -> None:  # noqa: ANN001
-        """Stops sending, waits for every acknowledged value to arrive; ``on_loss()`` (while the
-        consumer is still connected) when some did not: its answer goes into :meth:`explain`."""
-        self._deadline = time.monotonic() + drain_s
-        self._stop.set()
-        for t in self._threads:
-            t.join(drain_s + 5)
-        if on_loss is not None and self.lost():
-            try:
-                self.debug = on_loss()
-            except Exception as e:  # noqa: BLE001 -- diagnostics only
-                self.debug = repr(e)
-        self.client.close()
-
-    def lost(self) -> list[int]:
-        return sorted(set(self.acked) - set(self.received))[:10]
-
-    def explain(self) -> str:
-        """For a failure message: what arrived around the first lost value, and the send errors."""
-        lost = self.lost()
-        if not lost:
-            return ""
-        near = {v: sorted(self.stored.get(v, ())) for v in range(max(0, lost[0] - 3), lost[0] + 4)}
-        receipts = {v: self.receipts.get(v) for v in range(max(0, lost[0] - 3), lost[0] + 4)}
-        return (
-            f"lost {lost}; around it (value -> message ids received) {near}; "
-            f"(value -> send receipt) {receipts}; send errors {self.errors[:5]}; at the loss: {self.debug}"
-        )
-
-    def receipts_not_consumed(self) -> list[tuple[int, str, list[str]]]:
-        """Acknowledged values whose send receipt names a message id they were never consumed
-        under (a receipt for an entry that is not in the log); a dedup (-1,-1) receipt aside."""
-        out = []
-        for v in self.acked:
-            r = self.receipts.get(v)
-            if r is None or r.startswith("(-1,-1"):
-                continue
-            ids = sorted(self.stored.get(v, ()))
-            if r not in ids:
-                out.append((v, r, ids))
-        return out
-
-    def stored_twice(self) -> list[int]:
-        """Values stored under two message ids: a duplicate in the log (dedup failed)."""
-        return sorted(v for v, ids in self.stored.items() if len(ids) > 1)
 
 
 async def _ledgers_of(metadata_url: str, ml_name: str | None) -> dict[int, list[list[str]]]:
@@ -355,7 +236,7 @@ def test_100_topics_through_each_broker_and_the_proxy_owned_by_several(cluster):
 def test_bundle_unloaded_mid_stream_nothing_lost(cluster):
     ns = new_namespace(cluster, bundles=4)
     topic = f"persistent://{ns}/unload"
-    stream = Stream(cluster.service_url, topic)
+    stream = NumberedStream(cluster.service_url, topic)
     try:
         stream.wait_acked(100)
         before = owner_index(cluster, topic)
@@ -378,7 +259,7 @@ def test_bundle_unloaded_mid_stream_nothing_lost(cluster):
 def test_broker_paused_past_its_session_timeout_comes_back_without_restart(cluster):
     ns = new_namespace(cluster, bundles=4)
     topic = f"persistent://{ns}/pause"
-    stream = Stream(cluster.service_url, topic)
+    stream = NumberedStream(cluster.service_url, topic)
     try:
         stream.wait_acked(50)
         victim = owner_index(cluster, topic)
@@ -420,7 +301,7 @@ def test_bookie_killed_and_its_ledgers_re_replicated(cluster):
     assert status == 204, body
     topic = f"persistent://{ns}/bk"
     ml_name = f"{ns}/persistent/bk"
-    stream = Stream(cluster.service_url, topic)
+    stream = NumberedStream(cluster.service_url, topic)
     try:
         stream.wait_acked(100)
         ensembles = asyncio.run(_ledgers_of(cluster.metadata_url, ml_name))
@@ -473,7 +354,7 @@ def test_bookie_killed_and_its_ledgers_re_replicated(cluster):
 def test_broker_kill9_mid_stream_no_acknowledged_message_lost_none_returns(cluster):
     ns = new_namespace(cluster, bundles=4)
     topic = f"persistent://{ns}/kill"
-    stream = Stream(cluster.service_url, topic)
+    stream = NumberedStream(cluster.service_url, topic)
     try:
         stream.wait_acked(200)
         victim = owner_index(cluster, topic)

@@ -194,6 +194,11 @@ def test_proxy_client_survives_broker_kill(tmp_path, zookeeper_server):
         # the dead broker's bundles move when its session expires: 3 s, not Pulsar's 30 s default
         broker_properties={"metadataStoreSessionTimeoutMillis": "3000"},
     ) as cluster:
+        # the kit's proxy bound port 0 (no port picked early and taken meanwhile) and its config
+        # now names the ports it got, so a restart keeps its URLs
+        assert (cluster.proxy_url, cluster.proxy_web_url) == cluster.ready["proxy"]
+        conf = cluster.specs["proxy"].config_path.read_text()
+        assert f"servicePort={cluster.proxy_url.rsplit(':', 1)[1]}" in conf.splitlines(), conf
         c = client(cluster.proxy_url)
         try:
             topic = f"persistent://public/default/pxkill-{uuid.uuid4().hex[:8]}"
@@ -228,7 +233,8 @@ def _serves(cluster: ClusterProcesses, name: str, topic: str) -> bool:
 
     path = "/admin/v2/" + topic.replace("://", "/") + "/stats"
     try:
-        with urllib.request.urlopen(cluster.web_url(int(name[-1])) + path, timeout=10) as r:
+        # 60 s: a broker builds its admin routes on the first request (seconds on a loaded machine)
+        with urllib.request.urlopen(cluster.web_url(int(name[-1])) + path, timeout=60) as r:
             return r.status == 200
     except urllib.error.HTTPError:
         return False

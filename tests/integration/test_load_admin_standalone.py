@@ -1,31 +1,27 @@
 # ruff: noqa: F811  -- module-scoped fixtures are imported by name
-"""Load-management admin on a real standalone, through ``magnetar admin`` (real subprocesses):
+"""Load-management admin on a real standalone, through ``magnetar admin`` (in-process, magnetar.testing.cli):
 ``broker-stats load-report``/``topics``/``allocator-stats``, ``namespaces split-bundle`` with
 ``topic_count_equally_divide``, and the ``loadBalancer*`` keys as dynamic configuration."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
+from subprocess import CompletedProcess
 
 import pulsar
 
 from magnetar.broker.ownership.bundles import topic_hash
+from magnetar.testing.cli import run_admin
 from tests.integration.test_admin_support import standalone  # noqa: F401
 
 CLI_TIMEOUT_S = 60
 
 
-def admin(standalone, *args: str, check: bool = True) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
-    cmd = [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", standalone.web_url, *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
-    if check:
-        assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
+def admin(standalone, *args: str, check: bool = True) -> CompletedProcess:  # type: ignore[no-untyped-def]
+    return run_admin(standalone.web_url, *args, check=check)  # in-process: magnetar.testing.cli
 
 
 def js(standalone, *args: str):  # type: ignore[no-untyped-def]

@@ -31,9 +31,8 @@ import uuid
 
 import pytest
 
-from magnetar.testing.cluster import ClusterProcesses
+from magnetar.testing.cluster import ClusterProcesses, serving_cluster
 from magnetar.testing.standalone import broker_unavailable_reason
-from magnetar.testing.zookeeper import in_ci
 
 pulsar = pytest.importorskip("pulsar")
 pytestmark = [
@@ -49,14 +48,7 @@ PAYLOAD = b"x" * 1000
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from magnetar.app.zookeeper_server import find_zookeeper
-
-    found = find_zookeeper()
-    if isinstance(found, str):
-        if in_ci():
-            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}")
-        pytest.skip(found)
-    c = ClusterProcesses(
+    yield from serving_cluster(
         tmp_path_factory.mktemp("loadbalance"),
         brokers=4,
         bookies=2,
@@ -77,8 +69,6 @@ def cluster(tmp_path_factory):
             "loadBalancerAutoBundleSplitEnabled": "false",
         },
     )
-    with c:
-        yield c
 
 
 # ---------------------------------------------------------------- helpers
@@ -204,9 +194,17 @@ def test_load_spreads_grows_and_drains_with_nothing_lost(cluster: ClusterProcess
         # 1. everything on broker-0 (placement honours the pin)
         on = owners(c, "public/load", [0, 1, 2])
         assert on[1] == on[2] == 0 and on[0] > 0, on
-        time.sleep(3)  # a few report intervals: the load shows in broker-0's report
-        report = ok(http("GET", f"{c.web_url(0)}/admin/v2/broker-stats/load-report"))
-        assert report["msgRateIn"] > 0 and report["bandwidthIn"]["usage"] > 0, report
+        report = wait_until(  # a report interval or two: the load shows in broker-0's report
+            "the traffic in broker-0's load report",
+            lambda: (
+                (r := ok(http("GET", f"{c.web_url(0)}/admin/v2/broker-stats/load-report")))
+                and r["msgRateIn"] > 0
+                and r["bandwidthIn"]["usage"] > 0
+                and r
+            ),
+            timeout_s=30,
+            every_s=0.3,
+        )
         assert report["numBundles"] >= 1 and set(report["lastStats"]) == set(report["bundles"])
 
         # 2. the pin goes: the leader spreads the bundles over the three brokers

@@ -1,6 +1,8 @@
 """Bundle ownership in a real cluster: ZooKeeper, two ``magnetar bookie``, three ``magnetar broker``.
 
-Every piece is a real process on loopback, started as an operator would.  The
+Every piece is a real process on loopback, started by
+:class:`~magnetar.testing.cluster.ClusterProcesses` (the config files and command lines of
+``magnetar cluster up``; the brokers start together).  The
 official client (pulsar-client) talks to each broker's URL; the brokers
 register under ``/loadbalance/brokers``, elect a leader, split namespaces into
 bundles, own each bundle through an ephemeral lock and redirect lookups to the
@@ -8,19 +10,13 @@ owner.  The module's tests share one cluster and run in file order: the last
 ones take ZooKeeper away past the session timeout and stop an owner gracefully
 (the kill -9, pause, unload and many-topics cases live in
 test_cluster_mustshow.py, on the shared ClusterProcesses kit).
-
-The fixture is local to this file (the cluster-ops work brings a shared
-harness, ``magnetar.testing.cluster``; the lead unifies them).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -28,7 +24,9 @@ import uuid
 
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
+from magnetar.testing.cluster import ClusterProcesses
+from magnetar.testing.standalone import broker_unavailable_reason
+from magnetar.testing.streams import NumberedStream
 from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401
 
 pulsar = pytest.importorskip("pulsar")
@@ -43,88 +41,49 @@ BROKERS = 3
 BOOKIES = 2
 
 
-class ClusterBroker(StandaloneProcess):
-    def __init__(self, data_dir, metadata_url: str) -> None:
-        super().__init__(data_dir)
-        self.metadata_url = metadata_url
+class Broker:
+    """One broker of the kit's cluster, as these tests use it (one object per broker: compared by ``is``)."""
 
-    def command(self, broker_port: int = 0, web_port: int = 0) -> list[str]:
-        cmd = super().command(broker_port, web_port)
-        cmd[cmd.index("standalone")] = "broker"
-        return cmd + ["--metadata-url", self.metadata_url]
+    def __init__(self, kit: ClusterProcesses, i: int) -> None:
+        self.kit, self.name = kit, f"broker-{i}"
+        self.web_url, self.broker_url = kit.web_url(i), kit.broker_url(i)
+        self.broker_id = self.web_url.split("://", 1)[1]
 
     @property
-    def broker_id(self) -> str:
-        return self.web_url.split("://", 1)[1]
+    def proc(self) -> subprocess.Popen:
+        return self.kit.procs[self.name]
 
+    def terminate(self) -> int | None:
+        """SIGTERM; the exit status."""
+        return self.kit.terminate(self.name)
 
-def _start_bookie(tmp_path, metadata_url: str, name: str) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "magnetar.cli.main", "bookie", "--data-dir", str(tmp_path / name)]
-    cmd += ["--port", "0", "--advertised-address", "127.0.0.1", "--metadata-url", metadata_url]
-    log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 -- handed to the child
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
-    log.close()
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if "magnetar bookie ready" not in line:
-        proc.kill()
-        pytest.fail(f"bookie did not start: {line!r}: {(tmp_path / f'{name}.log').read_text()[-2000:]}")
-    return proc
+    def log_tail(self, lines: int = 40) -> str:
+        return self.kit.log(self.name, lines)
 
 
 class Cluster:
-    def __init__(self, tmp_path, url: str) -> None:
-        self.tmp_path = tmp_path
-        self.url = url
-        self.bookies: list[subprocess.Popen[str]] = []
-        self.brokers: list[ClusterBroker] = []
-        self.conf = tmp_path / "broker.conf"
-        self.conf.write_text(
-            "clusterName=own-cluster\n"
-            f"metadataStoreSessionTimeoutMillis={SESSION_TIMEOUT_MS}\n"
-            "managedLedgerDefaultEnsembleSize=2\nmanagedLedgerDefaultWriteQuorum=2\n"
-            "managedLedgerDefaultAckQuorum=2\n"
-        )
+    def __init__(self, kit: ClusterProcesses) -> None:
+        self.kit = kit
+        self.brokers = [Broker(kit, i) for i in range(BROKERS)]
 
-    def start_broker(self, i: int) -> ClusterBroker:
-        b = ClusterBroker(self.tmp_path / f"broker{i}", self.url)
-        b.config_file = self.conf
-        b.start(timeout_s=90)
-        return b
-
-    def live(self) -> list[ClusterBroker]:
-        return [b for b in self.brokers if b.proc is not None and b.proc.poll() is None]
+    def live(self) -> list[Broker]:
+        return [b for b in self.brokers if self.kit.running(b.name)]
 
     def service_url(self) -> str:
         return "pulsar://" + ",".join(b.broker_url.split("://", 1)[1] for b in self.live())
 
-    def close(self) -> None:
-        for b in self.brokers:
-            if b.proc is not None and b.proc.poll() is None:
-                try:
-                    os.kill(b.pid, signal.SIGCONT)
-                except OSError:
-                    pass
-            b.terminate()
-        for p in self.bookies:
-            p.terminate()
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, zookeeper_server):
-    tmp = tmp_path_factory.mktemp("own-cluster")
-    url = f"zk:{zookeeper_server.hosts}/own-{uuid.uuid4().hex[:8]}"
-    c = Cluster(tmp, url)
-    try:
-        c.bookies = [_start_bookie(tmp, url, f"bookie{i}") for i in range(BOOKIES)]
-        c.brokers = [c.start_broker(i) for i in range(BROKERS)]
-        yield c
-    finally:
-        c.close()
+    with ClusterProcesses(
+        tmp_path_factory.mktemp("own-cluster"),
+        brokers=BROKERS,
+        bookies=BOOKIES,
+        zookeeper_url=zookeeper_server.url,  # the shared server: a test takes it away and back
+        cluster_name="own-cluster",
+        broker_properties={"metadataStoreSessionTimeoutMillis": str(SESSION_TIMEOUT_MS)},
+    ) as kit:
+        yield Cluster(kit)
 
 
 def http(method: str, url: str, body: object = None, follow: bool = True) -> tuple[int, object, dict]:
@@ -176,7 +135,7 @@ def owners(c: Cluster, namespace: str) -> dict[str, str]:
     return out
 
 
-def owner_of_topic(c: Cluster, topic: str, via: ClusterBroker | None = None) -> ClusterBroker:
+def owner_of_topic(c: Cluster, topic: str, via: Broker | None = None) -> Broker:
     via = via or c.live()[0]
     status, data, _ = http("GET", f"{via.web_url}/lookup/v2/topic/{topic.replace('://', '/')}")
     assert status == 200, data
@@ -251,72 +210,6 @@ def test_http_lookup_and_topic_admin_redirect_to_the_owner(cluster):
     cl.close()
 
 
-class Stream:
-    """A producer sending numbered messages as fast as receipts come, and a consumer acking them."""
-
-    def __init__(self, url: str, topic: str) -> None:
-        self.client = client(url)
-        self.consumer = self.client.subscribe(topic, "stream", consumer_type=pulsar.ConsumerType.Shared)
-        self.producer = self.client.create_producer(topic, send_timeout_millis=60_000, batching_enabled=False)
-        self.acked: list[int] = []
-        self.received: list[int] = []
-        self.stored: dict[int, set[str]] = {}  # value -> message ids it arrived with
-        self.consumer_acked: set[int] = set()
-        self.redelivered_after_ack: list[int] = []
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._send, daemon=True),
-            threading.Thread(target=self._recv, daemon=True),
-        ]
-        for t in self._threads:
-            t.start()
-
-    def _send(self) -> None:
-        i = 0
-        while not self._stop.is_set():
-            try:
-                self.producer.send(str(i).encode())
-                self.acked.append(i)
-            except Exception as e:  # noqa: BLE001 -- recorded; an unacknowledged send may be retried
-                self.errors.append(repr(e))
-            i += 1
-            time.sleep(0.005)
-
-    def _recv(self) -> None:
-        while not self._stop.is_set() or len(set(self.received)) < len(self.acked):
-            try:
-                msg = self.consumer.receive(timeout_millis=500)
-            except Exception:  # noqa: BLE001 -- timeout
-                if self._stop.is_set() and time.monotonic() > self._deadline:
-                    return
-                continue
-            if int(msg.data()) in self.consumer_acked:
-                self.redelivered_after_ack.append(int(msg.data()))
-            self.received.append(int(msg.data()))
-            self.stored.setdefault(int(msg.data()), set()).add(str(msg.message_id()))
-            self.consumer.acknowledge(msg)
-            self.consumer_acked.add(int(msg.data()))
-
-    def stop(self, drain_s: float = 60.0) -> None:
-        self._deadline = time.monotonic() + drain_s
-        self._stop.set()
-        for t in self._threads:
-            t.join(drain_s + 5)
-        self.client.close()
-
-    def stored_twice(self) -> list[int]:
-        """Values stored under two message ids (a duplicate in the log, not a redelivery)."""
-        return sorted(v for v, ids in self.stored.items() if len(ids) > 1)
-
-    def wait_acked(self, n: int, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        start = len(self.acked)
-        while len(self.acked) < start + n:
-            assert time.monotonic() < deadline, f"stuck at {len(self.acked)} acked; errors {self.errors[-3:]}"
-            time.sleep(0.05)
-
-
 def test_split_bundle_and_namespace_unload(cluster):
     ns = new_namespace(cluster, bundles=2)
     web = cluster.brokers[0].web_url
@@ -347,7 +240,7 @@ def test_zookeeper_away_past_the_session_timeout_every_broker_comes_back(cluster
     session is gone (its bundles with it); each re-registers on a new session, no restart."""
     ns = new_namespace(cluster, bundles=4)
     topic = f"persistent://{ns}/zk-away"
-    stream = Stream(cluster.service_url(), topic)
+    stream = NumberedStream(cluster.service_url(), topic)
     try:
         stream.wait_acked(50)
         zookeeper_server.stop()
@@ -370,14 +263,14 @@ def test_zookeeper_away_past_the_session_timeout_every_broker_comes_back(cluster
     assert all(b.proc.poll() is None for b in cluster.brokers)
     status, leader, _ = http("GET", f"{cluster.brokers[1].web_url}/admin/v2/brokers/leaderBroker")
     assert status == 200 and leader["brokerId"] in want
-    assert set(stream.acked) <= set(stream.received), sorted(set(stream.acked) - set(stream.received))[:10]
+    assert stream.lost() == [], stream.explain()
 
 
 def test_graceful_stop_of_an_owner_hands_its_bundles_over(cluster):
     """SIGTERM: the broker leaves the list, unloads its bundles (clients move), then exits 0."""
     ns = new_namespace(cluster, bundles=4)
     topic = f"persistent://{ns}/graceful"
-    stream = Stream(cluster.service_url(), topic)
+    stream = NumberedStream(cluster.service_url(), topic)
     try:
         stream.wait_acked(50)
         leaving = owner_of_topic(cluster, topic)
@@ -390,5 +283,5 @@ def test_graceful_stop_of_an_owner_hands_its_bundles_over(cluster):
         stream.stop()
     print(f"graceful stop: first acknowledged send on the new owner {handover_s:.2f} s after SIGTERM")
     assert owner_of_topic(cluster, topic) is not leaving
-    assert set(stream.acked) <= set(stream.received), sorted(set(stream.acked) - set(stream.received))[:10]
+    assert stream.lost() == [], stream.explain()
     assert stream.stored_twice() == []

@@ -11,8 +11,6 @@ schema and the compacted ledger with it.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from magnetar.testing.cli import run_admin
 from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
 
 pulsar = pytest.importorskip("pulsar")
@@ -48,14 +47,9 @@ def standalone(tmp_path: Path):
         assert proc.terminate() == 0, proc.log_tail()
 
 
-def cli(url: str, *argv: str) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "magnetar.cli.main", "admin", "--admin-url", url, *argv],
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        check=False,
-    )
+def cli(url: str, *argv: str, subprocess: bool = False) -> tuple[int, str, str]:
+    """``magnetar admin``: in-process (magnetar.testing.cli) unless ``subprocess``."""
+    done = run_admin(url, *argv, check=False, subprocess=subprocess, timeout_s=CLI_TIMEOUT_S)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -68,7 +62,9 @@ def payload_file(tmp: Path, schema: dict, name: str) -> str:
 def test_schemas_cli_and_restart(standalone: StandaloneProcess, tmp_path: Path) -> None:
     url = standalone.web_url
     topic = f"persistent://public/default/cli-{uuid.uuid4().hex[:6]}"
-    code, out, err = cli(url, "schemas", "upload", topic, "-f", payload_file(tmp_path, V1, "v1"))
+    code, out, err = cli(
+        url, "schemas", "upload", topic, "-f", payload_file(tmp_path, V1, "v1"), subprocess=True
+    )
     assert code == 0, err
     assert json.loads(out) == {"version": {"version": 0}}
     code, out, err = cli(url, "schemas", "compatibility", topic, "-f", payload_file(tmp_path, V2, "v2"))

@@ -6,30 +6,20 @@ Every test uses its own topic names, so tests in a module do not see each other'
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from txn_helpers import txn_standalone
 
-from magnetar.testing.standalone import broker_unavailable_reason
+from magnetar.testing.standalone import serving, unique_topic
 
 
 @pytest.fixture(scope="module")
 def txn_broker(tmp_path_factory: pytest.TempPathFactory):
-    reason = broker_unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    proc = txn_standalone(tmp_path_factory.mktemp("txn"))
-    proc.start()
-    yield proc
-    code = proc.terminate()
-    assert code == 0, f"standalone exited {code}; log tail:\n{proc.log_tail()}"
+    yield from serving(txn_standalone(tmp_path_factory.mktemp("txn")))
 
 
 @pytest.fixture
 def topic(request) -> str:
-    base = request.node.name.replace("[", "-").replace("]", "").replace("/", "-")[:40]
-    return f"persistent://public/default/{base}-{uuid.uuid4().hex[:8]}"
+    return unique_topic(request.node.name, 40)
 
 
 @pytest.fixture

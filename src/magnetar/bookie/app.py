@@ -15,7 +15,8 @@ theirs).  ``start`` runs, in order:
 
 Storage state changes (disk full, journal broken, space freed) re-register
 the bookie under the matching path.  ``stop`` undoes it in reverse and is
-idempotent.  Standalone does not need the server: ``serve=False`` skips it
+idempotent; its unregistering waits at most UNREGISTER_TIMEOUT_S (a bookie whose
+ZooKeeper is gone still stops promptly on SIGTERM).  Standalone does not need the server: ``serve=False`` skips it
 and ``local_client()`` gives the in-process BookieClient.
 """
 
@@ -34,10 +35,12 @@ from magnetar.bookie.local_client import LocalBookieClient
 from magnetar.bookie.registration import Registration
 from magnetar.bookie.server import BookieServer
 from magnetar.bookie.storage import LedgerStorage, StorageState
-from magnetar.metadata.api import MetadataStore
+from magnetar.metadata.api import MetadataStore, SessionEvent
 from magnetar.runtime import BlockingExecutor, Clock, RealClock, Rng, TaskSupervisor
+from magnetar.runtime.clock import wait_for
 
 log = logging.getLogger(__name__)
+UNREGISTER_TIMEOUT_S = 5.0  # how long stop() waits for the metadata store to drop the registration
 
 
 class _Service:
@@ -104,6 +107,7 @@ class Bookie:
         self.disk_checker: DiskChecker | None = None
         self._started = False
         self._stopped = False
+        self._session_down = False  # the metadata store said SUSPENDED/SESSION_LOST last
 
     @property
     def bookie_id(self) -> str:
@@ -143,7 +147,7 @@ class Bookie:
         except BaseException:
             self._stopped = True
             if self._started and self.registration is not None:
-                await self.registration.unregister()
+                await self._unregister_bounded(self.registration)
             await self._teardown()
             raise
         return self.bookie_id
@@ -171,6 +175,7 @@ class Bookie:
         self.supervisor.spawn(self.gc.run(), name="gc")
         self.storage.state_listeners.append(self._on_storage_state)
         self.metadata_store.add_session_listener(self.registration.on_session_event)
+        self.metadata_store.add_session_listener(self._on_session_event)
         await self.registration.register(read_only=self.storage.read_only)
 
     def _on_storage_state(self, state: StorageState) -> None:
@@ -193,8 +198,28 @@ class Bookie:
             return
         self._stopped = True
         if self.registration is not None and self._started:
-            await self.registration.unregister()
+            await self._unregister_bounded(self.registration)
         await self._teardown()
+
+    def _on_session_event(self, event: SessionEvent) -> None:
+        self._session_down = event in (SessionEvent.SUSPENDED, SessionEvent.SESSION_LOST)
+
+    async def _unregister_bounded(self, registration: Registration) -> None:
+        """Unregistering is a courtesy (the session's end removes the ephemeral nodes too), so
+        a metadata store that does not answer -- ZooKeeper gone -- must not hold the stop for
+        two operation timeouts: wait at most UNREGISTER_TIMEOUT_S."""
+        if self._session_down:
+            log.info("bookie %s: metadata session down; stopping without unregistering", self.bookie_id)
+            return
+        try:
+            await wait_for(self.clock, registration.unregister(), UNREGISTER_TIMEOUT_S)
+        except TimeoutError:
+            log.warning(
+                "bookie %s: metadata store did not answer within %.0f s; stopping without "
+                "unregistering (the session's end removes the registration)",
+                self.bookie_id,
+                UNREGISTER_TIMEOUT_S,
+            )
 
     async def _teardown(self) -> None:
         await self.supervisor.aclose()

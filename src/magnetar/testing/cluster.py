@@ -13,7 +13,8 @@ process name (``broker-1``, ``bookie-0``, ``proxy``): :meth:`kill` is
 ``kill -9``, :meth:`pause`/:meth:`resume` are SIGSTOP/SIGCONT (a broker that
 stops answering without closing its sockets, as in a long GC pause),
 :meth:`restart` starts it again with the same config (same ports, same
-bookie id).  ``stop()`` terminates everything (SIGTERM, then SIGKILL) and is
+bookie id; the proxy, which starts last, binds port 0 and its config is then pinned to the ports
+it got).  ``stop()`` terminates everything (SIGTERM, then SIGKILL) and is
 safe to call twice; the data dir stays for post-mortems unless the kit made
 it.
 
@@ -33,7 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from magnetar.app.cluster_launch import (
@@ -117,6 +118,8 @@ class ClusterProcesses:
                 proxy_properties=self.proxy_properties,
             )
             self.specs = {s.name: s for s in specs}
+            if "proxy" in self.specs and not {"servicePort", "webServicePort"} & set(self.proxy_properties):
+                self._set_ports("proxy", {"servicePort": 0, "webServicePort": 0})  # see _pin_proxy_ports
             self._initialize_metadata()
             for role in ("bookie", "broker", "autorecovery", "proxy"):
                 self._start_group([s.name for s in specs if s.role == role and s.name not in self.held])
@@ -157,6 +160,31 @@ class ClusterProcesses:
                 self.specs[name], self.procs[name], since=marks[name], timeout_s=self.ready_timeout_s
             )
             self.ready[name] = m.groups()
+            if name == "proxy" and self.specs[name].ports.get("broker") == 0:
+                self._pin_proxy_ports()
+
+    def _set_ports(self, name: str, ports: Mapping[str, int]) -> None:
+        """Rewrites ``name``'s config file with these port keys (the rest unchanged)."""
+        from magnetar.app.cluster_launch import write_properties
+        from magnetar.app.config import parse_properties
+
+        spec = self.specs[name]
+        props: dict[str, object] = dict(parse_properties(spec.config_path.read_text()))
+        props.update(ports)
+        write_properties(spec.config_path, props, f"{name} of cluster {self.cluster_name}")
+        if name == "proxy":
+            spec.ports = {"broker": int(ports["servicePort"]), "web": int(ports["webServicePort"])}
+
+    def _pin_proxy_ports(self) -> None:
+        """The proxy bound port 0 (a port picked early and bound after every broker started could
+        be taken meanwhile: "address already in use"); its ready line has the ports it got, which
+        its config now names, so :meth:`restart` keeps its URLs."""
+        service_url, web_url = self.ready["proxy"]
+        ports = {
+            "servicePort": int(service_url.rsplit(":", 1)[1]),
+            "webServicePort": int(web_url.rsplit(":", 1)[1]),
+        }
+        self._set_ports("proxy", ports)
 
     def start_held(self, name: str) -> None:
         """Starts a process planned with ``held`` (e.g. a fourth broker joining)."""
@@ -257,6 +285,16 @@ class ClusterProcesses:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def serving_cluster(data_dir: str | Path, **kwargs: object) -> Iterator[ClusterProcesses]:
+    """The body of a pytest fixture: skips without ZooKeeper (fails under ``CI=true``), starts a
+    :class:`ClusterProcesses` with ``kwargs``, yields it, and stops it after the tests."""
+    from magnetar.testing.zookeeper import require_zookeeper
+
+    require_zookeeper()
+    with ClusterProcesses(data_dir, **kwargs) as cluster:  # type: ignore[arg-type]
+        yield cluster
 
 
 class ProxyProcess:

@@ -31,12 +31,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 READY_RE = re.compile(r"^magnetar ready: (pulsar://\S+) (http://\S+)\s*$")
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 60.0  # a bound, not a wait: a start on a loaded 2-core machine took > 30 s
 STOP_TIMEOUT_S = 30.0
 
 
@@ -264,6 +265,49 @@ class StandaloneProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.terminate()
+
+
+def start_together(procs: Sequence[StandaloneProcess], timeout_s: float = START_TIMEOUT_S) -> None:
+    """Starts several standalones at once (start-up is mostly imports and waiting: two on two
+    cores take little longer than one); if any fails, the others are killed and its error raised."""
+    errors: list[BaseException] = []
+
+    def start(proc: StandaloneProcess) -> None:
+        try:
+            proc.start(timeout_s=timeout_s)
+        except BaseException as exc:  # noqa: BLE001 -- re-raised in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start, args=(p,), name="standalone-start") for p in procs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        for proc in procs:
+            proc.kill()
+        raise errors[0]
+
+
+def serving(proc: StandaloneProcess) -> Iterator[StandaloneProcess]:
+    """The body of a fixture serving ``proc``: skips (pytest) when the broker is not built,
+    starts it, yields it, and after the tests stops it with SIGTERM, failing unless it exits 0
+    (a broker that crashed or hung at shutdown is a finding, not noise)."""
+    import pytest
+
+    reason = broker_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    proc.start()
+    yield proc
+    code = proc.terminate()
+    assert code == 0, f"standalone exited {code}; log tail:\n{proc.log_tail()}"
+
+
+def unique_topic(test_name: str, limit: int = 50, namespace: str = "public/default") -> str:
+    """``persistent://<namespace>/<test name>-<8 hex>``: a fresh topic per test, named after it."""
+    base = test_name.replace("[", "-").replace("]", "").replace("/", "-")[:limit]
+    return f"persistent://{namespace}/{base}-{uuid.uuid4().hex[:8]}"
 
 
 # --- pytest fixtures -------------------------------------------------------------------------

@@ -68,11 +68,7 @@ def zookeeper_server_fixture(request: pytest.FixtureRequest) -> Iterator[ZooKeep
     It lives in the pytest config's stash (not a global) and stops when the run
     ends.  A test that stops it must start it again before it returns.
     """
-    found = find_zookeeper()
-    if isinstance(found, str):
-        if in_ci():
-            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}", pytrace=False)
-        pytest.skip(f"ZooKeeper unavailable: {found}")
+    require_zookeeper()
     server = request.config.stash.get(_SERVER_KEY, None)
     if server is None:
         server = ZooKeeperServer()
@@ -80,6 +76,15 @@ def zookeeper_server_fixture(request: pytest.FixtureRequest) -> Iterator[ZooKeep
         request.config.stash[_SERVER_KEY] = server
     server.start()  # no-op when running; installed but failing to start is a failure, not a skip
     yield server
+
+
+def require_zookeeper() -> None:
+    """Skips the test when Java or the ZooKeeper jar is missing -- fails it under ``CI=true``."""
+    found = find_zookeeper()
+    if isinstance(found, str):
+        if in_ci():
+            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}", pytrace=False)
+        pytest.skip(f"ZooKeeper unavailable: {found}")
 
 
 def in_ci(env: Mapping[str, str] | None = None) -> bool:
