@@ -43,7 +43,6 @@ from magnetar.bookkeeper.isolation import placement_config
 from magnetar.broker import errors
 from magnetar.broker.admin.offload import effective_offload_policies
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
-from magnetar.broker.admin.policy_documents import PolicyDocuments
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.admission import QUOTA_BLOCKING, backlog_bytes
 from magnetar.broker.service.api import BrokerServiceView
@@ -55,6 +54,7 @@ from magnetar.broker.service.policies import (
     base_ref,
     topic_policies_path,
 )
+from magnetar.broker.service.policy_documents import PolicyDocuments
 from magnetar.broker.service.topic import PersistentTopic
 from magnetar.managed_ledger.api import ManagedLedgerConfig
 
@@ -208,23 +208,34 @@ class PolicyEnforcer:
         self._policies = policies
         self._interval_s = max(0.05, interval_s)
         self._lock = asyncio.Lock()
-        store = getattr(svc, "metadata_store", None)
-        self._docs: PolicyDocuments | None = None
-        if store is not None and hasattr(store, "add_listener"):
-            self._docs = PolicyDocuments(store)
+        # the broker's cached, watched documents (broker.service.policy_documents); a service
+        # view without them (a store without watches) reads the store every time
+        self._docs: PolicyDocuments | None = getattr(svc, "policy_documents", None)
+        if self._docs is not None:
             self._docs.on_change.append(self._documents_changed)
         # topic -> (topic document, namespace document, has time-based policies) last applied
         self._applied: weakref.WeakKeyDictionary[PersistentTopic, tuple[Any, Any, bool]] = (
             weakref.WeakKeyDictionary()
         )
         self._changed = False  # a policy document changed somewhere: pass at the next tick
+        # Topics loaded since the last tick (the registry's on_loaded hook): a tick looks at
+        # these only, not at every loaded topic.  Without the hook, a tick scans the registry.
+        self._new: list[PersistentTopic] = []
+        topics = getattr(svc, "topics", None)
+        self._hooked = topics is not None and isinstance(getattr(topics, "on_loaded", None), list)
+        if self._hooked:
+            topics.on_loaded.append(self._topic_loaded)
 
-    def _documents_changed(self) -> None:
+    def _documents_changed(self, path: str) -> None:
         self._changed = True
+
+    def _topic_loaded(self, topic: PersistentTopic) -> None:
+        self._new.append(topic)
 
     async def run(self) -> None:
         """Every interval: a pass over the topics (unchanged ones without time-based policies
-        are skipped); newly loaded topics and changed documents within NEW_TOPIC_TICK_S."""
+        are skipped); newly loaded topics and changed documents within NEW_TOPIC_TICK_S.  An
+        idle tick (nothing loaded, nothing changed) touches no topic."""
         tick_s = min(self._interval_s, NEW_TOPIC_TICK_S)
         next_full = self._svc.clock.monotonic() + self._interval_s
         while True:
@@ -233,14 +244,16 @@ class PolicyEnforcer:
                 if self._svc.clock.monotonic() >= next_full:
                     next_full = self._svc.clock.monotonic() + self._interval_s
                     self._changed = False
+                    self._new.clear()
                     if self._docs is not None:
                         self._docs.resync_if_due(self._svc.clock.monotonic())
                     await self._pass()
                     await self._inactive_topics()
                 elif self._changed:
                     self._changed = False
+                    self._new.clear()
                     await self._pass()
-                else:
+                elif not self._hooked or self._new:
                     await self.apply_all(only_new=True)
             except asyncio.CancelledError:
                 raise
@@ -261,7 +274,11 @@ class PolicyEnforcer:
         self, namespace: str | None = None, *, only_new: bool = False, force: bool = False
     ) -> None:
         async with self._lock:
-            for topic in list(self._svc.topics.loaded()):
+            if only_new and self._hooked and namespace is None:
+                candidates, self._new = self._new, []
+            else:
+                candidates = list(self._svc.topics.loaded())
+            for topic in candidates:
                 if namespace is not None and topic.ref.namespace != namespace:
                     continue
                 if not topic.active:
@@ -274,6 +291,8 @@ class PolicyEnforcer:
                     raise
                 except Exception:
                     log.warning("applying policies to %s failed", topic.name, exc_info=True)
+                    if only_new and self._hooked:
+                        self._new.append(topic)  # tried again at the next tick
 
     async def _documents(self, topic: PersistentTopic) -> tuple[Any, Any]:
         if self._docs is None:

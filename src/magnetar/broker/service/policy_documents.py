@@ -1,4 +1,4 @@
-"""The policy documents the enforcer resolves from, cached until the store says they changed.
+"""The policy documents topics resolve from, cached until the store says they changed.
 
 Theory of operation: resolving a topic's effective policies needs two
 documents, the topic's overrides (``/admin/topic-policies/...``) and its
@@ -14,12 +14,18 @@ everything.  A hit returns the *same* object until the path changes, so the
 enforcer can tell "nothing changed for this topic" by identity (``is``),
 without comparing documents.  Absent documents are cached too (None).
 
+One instance per broker, owned by the BrokerService (``policy_documents``):
+the admin layer's policy enforcer and the replication service read the same
+cached documents (this module is in the service layer so both may import it).
+
 ``on_change`` callbacks run (synchronously, from the store's notification)
-whenever a cached topic-policy or namespace document changes, so the
-enforcer can schedule a pass at once instead of waiting for its interval.
-Values are shared: treat them as immutable.  As a safety net against a lost
-notification (delivery is best-effort), :meth:`resync_if_due` drops the whole
-cache every ``RESYNC_INTERVAL_S``; the enforcer calls it on each periodic pass.
+with the changed path whenever a topic-policy or namespace document changes,
+so the enforcer and the replication check act on a change at once instead of
+polling every topic; :func:`namespace_of` names the namespace a changed path
+belongs to.  Values are shared: treat them as immutable.  As a safety net
+against a lost notification (delivery is best-effort), :meth:`resync_if_due`
+drops the whole cache every ``RESYNC_INTERVAL_S``; the enforcer calls it on
+each periodic pass.
 """
 
 from __future__ import annotations
@@ -37,6 +43,15 @@ from magnetar.metadata.cache import MetadataCache
 # One entry per loaded topic (most are negative: no overrides) and per namespace; a bound.
 MAX_CACHED_DOCUMENTS = 200_000
 RESYNC_INTERVAL_S = 60.0
+
+
+def namespace_of(path: str) -> str | None:
+    """``tenant/ns`` of a topic-policy or namespace document's path (None: neither)."""
+    for root in (TOPIC_POLICIES_ROOT, NAMESPACE_ROOT):
+        if path.startswith(root + "/"):
+            parts = path[len(root) + 1 :].split("/")
+            return f"{parts[0]}/{parts[1]}" if len(parts) >= 2 and parts[0] and parts[1] else None
+    return None
 
 
 class _JsonDocSerde:
@@ -57,7 +72,7 @@ class PolicyDocuments:
         self._ns_docs: MetadataCache[dict[str, Any]] = MetadataCache(
             store, _JsonDocSerde(), max_entries=MAX_CACHED_DOCUMENTS, supervisor=supervisor
         )
-        self.on_change: list[Callable[[], None]] = []
+        self.on_change: list[Callable[[str], None]] = []
         store.add_listener(self._on_notification)
         self._next_resync_s: float | None = None
 
@@ -86,9 +101,9 @@ class PolicyDocuments:
         if note.type is NotificationType.CHILDREN_CHANGED:
             return
         path = note.path
-        if path.startswith((TOPIC_POLICIES_ROOT, NAMESPACE_ROOT)):
+        if path.startswith((TOPIC_POLICIES_ROOT + "/", NAMESPACE_ROOT + "/")):
             for callback in self.on_change:
-                callback()
+                callback(path)
 
     def statistics(self) -> dict[str, dict[str, int]]:
         return {"topics": self._topic_docs.statistics(), "namespaces": self._ns_docs.statistics()}
