@@ -218,6 +218,11 @@ class PolicyEnforcer:
             weakref.WeakKeyDictionary()
         )
         self._changed = False  # a policy document changed somewhere: pass at the next tick
+        # Topics whose policies act over time (looked at every interval even when nothing
+        # changed) and those with an inactive-topic policy that deletes, as last applied.
+        self._timed: weakref.WeakSet[PersistentTopic] = weakref.WeakSet()
+        self._inactive_policy: weakref.WeakKeyDictionary[PersistentTopic, dict] = weakref.WeakKeyDictionary()
+        self._passed_generation = -1  # the documents' generation the last full pass saw
         # Topics loaded since the last tick (the registry's on_loaded hook): a tick looks at
         # these only, not at every loaded topic.  Without the hook, a tick scans the registry.
         self._new: list[PersistentTopic] = []
@@ -244,10 +249,11 @@ class PolicyEnforcer:
                 if self._svc.clock.monotonic() >= next_full:
                     next_full = self._svc.clock.monotonic() + self._interval_s
                     self._changed = False
-                    self._new.clear()
                     if self._docs is not None:
                         self._docs.resync_if_due(self._svc.clock.monotonic())
-                    await self._pass()
+                    await self._periodic_pass()
+                    if self._new:
+                        await self.apply_all(only_new=True)
                     await self._inactive_topics()
                 elif self._changed:
                     self._changed = False
@@ -294,6 +300,25 @@ class PolicyEnforcer:
                     if only_new and self._hooked:
                         self._new.append(topic)  # tried again at the next tick
 
+    async def _periodic_pass(self) -> None:
+        """The interval's pass: every topic when a document changed (or could have) since the
+        last one, else only the topics whose policies act over time."""
+        if self._docs is None or self._docs.generation != self._passed_generation:
+            if self._docs is not None:
+                self._passed_generation = self._docs.generation  # a change meanwhile: next pass
+            await self._pass()
+            return
+        async with self._lock:
+            for topic in list(self._timed):
+                if not topic.active:
+                    continue
+                try:
+                    await self._apply(topic, False)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.warning("applying policies to %s failed", topic.name, exc_info=True)
+
     async def _documents(self, topic: PersistentTopic) -> tuple[Any, Any]:
         if self._docs is None:
             return await self._policies.documents(topic.ref)
@@ -309,7 +334,17 @@ class PolicyEnforcer:
         if not force and last is not None and not last[2] and last[0] is raw[0] and last[1] is raw[1]:
             return  # nothing changed and nothing acts over time
         docs = (raw[0] or {}, raw[1] or {})
-        self._applied[topic] = (raw[0], raw[1], self._acts_over_time(topic, docs))
+        timed = self._acts_over_time(topic, docs)
+        self._applied[topic] = (raw[0], raw[1], timed)
+        if timed:
+            self._timed.add(topic)
+        else:
+            self._timed.discard(topic)
+        inactive = self._policies.resolve(BY_NAME["inactiveTopicPolicies"], *docs)
+        if inactive and inactive.get("deleteWhileInactive") and not topic.ref.is_system:
+            self._inactive_policy[topic] = inactive
+        else:
+            self._inactive_policy.pop(topic, None)
         ttl = self._policies.resolve(BY_NAME["messageTTL"], *docs)
         values = {name: self._policies.resolve(BY_NAME[name], *docs) for name in ADMISSION_POLICIES}
         quotas: dict = {}
@@ -497,15 +532,10 @@ class PolicyEnforcer:
         ``delete_when_no_subscriptions``: no producers, no consumers, no durable subscription;
         ``delete_when_subscriptions_caught_up``: no clients and every subscription caught up.
         """
-        from magnetar.broker.admin.policies import BY_NAME
-
         now_ms = self._svc.clock.time_ms()
-        for topic in list(self._svc.topics.loaded()):
+        # the policy as last applied (the documents' every change is applied before this runs)
+        for topic, pol in list(self._inactive_policy.items()):
             if not topic.active or topic.ref.is_system:
-                continue
-            raw = await self._documents(topic)
-            pol = self._policies.resolve(BY_NAME["inactiveTopicPolicies"], raw[0] or {}, raw[1] or {})
-            if not pol or not pol.get("deleteWhileInactive"):
                 continue
             max_s = pol.get("maxInactiveDurationSeconds", 60)
             if max_s < 0 or topic.idle_since_ms(now_ms) < max_s * 1000:

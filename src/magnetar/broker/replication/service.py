@@ -173,7 +173,9 @@ class ReplicationService:
             return []
         if cached and self._documents is not None:
             topic_doc, ns_doc = await self._documents.raw(ref)
-            clusters = (topic_doc or {}).get("replicationClusters") or (ns_doc or {}).get("replication_clusters")
+            clusters = (topic_doc or {}).get("replicationClusters") or (ns_doc or {}).get(
+                "replication_clusters"
+            )
             return sorted(set(clusters or []))
         doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(ref)) or {}
         clusters = doc.get("replicationClusters")

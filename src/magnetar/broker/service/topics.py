@@ -223,7 +223,9 @@ class TopicRegistry:
         try:
             await self._svc.replication.topic_loaded(topic)
         except (MetadataError, ManagedLedgerError) as exc:
-            log.warning("starting replication of %s failed (retried by the policy check): %s", topic.name, exc)
+            log.warning(
+                "starting replication of %s failed (retried by the policy check): %s", topic.name, exc
+            )
             self._svc.replication.recheck(topic)
 
     def _unload_fenced(self, topic: PersistentTopic) -> None:
