@@ -132,6 +132,8 @@ class ReplicationService:
         self._dirty_topics: weakref.WeakSet[PersistentTopic] = weakref.WeakSet()
         self._check_all = True
         self._wake = asyncio.Event()
+        # Topics that have had a replicator: the only ones the snapshot step looks at.
+        self._replicating: weakref.WeakSet[PersistentTopic] = weakref.WeakSet()
         docs = getattr(service, "policy_documents", None)
         if docs is not None:
             docs.on_change.append(self._documents_changed)
@@ -249,6 +251,7 @@ class ReplicationService:
             schema_of=lambda version: self._schema_of(topic.name, version),
         )
         topic.replicators[remote] = replicator
+        self._replicating.add(topic)
         replicator.task = self._svc.supervisor.spawn(
             replicator.run(), name=f"replicator:{topic.name}->{remote}", on_error=self._replicator_failed
         )
@@ -414,13 +417,15 @@ class ReplicationService:
 
     async def run_snapshots(self) -> None:
         """Every replicatedSubscriptionsSnapshotFrequencyMillis: each replicating topic with a
-        replicated subscription takes its step (a task of the broker's supervisor)."""
+        replicated subscription takes its step (a task of the broker's supervisor).  Only the
+        topics that have replicators are looked at: idle, unreplicated topics cost nothing."""
         if not self.replicated_subscriptions_enabled:
             return
         while True:
             await self._svc.clock.sleep(self.snapshot_frequency_s)
-            for topic in self._svc.topics.loaded():
-                if not topic.active or not topic.ref.persistent or not topic.replicators:
+            for topic in list(self._replicating):
+                if not topic.active or not topic.replicators:
+                    self._replicating.discard(topic)
                     continue
                 if topic.replicated_subscriptions is None and not any(
                     c.properties.get("pulsar.replicated.subscription") == 1 for c in topic.ml.cursors.values()
