@@ -49,7 +49,8 @@ async def test_replication_check_reads_nothing_while_idle_and_acts_on_a_change(t
             return await original(ref, **kw)
 
         repl.configured_clusters_for = counting
-        await asyncio.sleep(1.5)  # the first full check (after one interval) may still run
+        await poll(lambda: not repl._check_all, what="the first full check")  # noqa: SLF001
+        await asyncio.sleep(1.0)  # it may still be walking the topics
         calls.clear()
         await asyncio.sleep(1.5)  # 15 intervals: the old check read 2 documents per topic each
         assert calls == [], "an idle broker re-read the replication policy of idle topics"
