@@ -65,6 +65,7 @@ BROKER_SERVICE_KEYS = frozenset(
         "webSocketServiceEnabled",
         "webSocketSessionIdleTimeoutMillis",
         "webSocketMaxTextFrameSize",
+        "magnetarAdminRoutesPreloadDelayMs",
     }
 )
 

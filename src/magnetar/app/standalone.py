@@ -107,6 +107,7 @@ class Standalone:
         # A stack we open we close; a stack handed in is closed only if we are told we own it.
         self._owns_storage = storage is None if owns_storage is None else owns_storage
         self.broker_service: Any = None
+        self._preload_task: asyncio.Task[None] | None = None
         self._http: _InLoopServer | None = None
         self._http_task: asyncio.Task[None] | None = None
         self._http_socket: socket.socket | None = None
@@ -208,6 +209,24 @@ class Standalone:
         if refresh is not None:  # a cluster broker: publish the TLS URLs known only now
             await refresh()
         self.functions_worker = await start_functions_worker(self, self._http.config.app)
+        self._preload_admin_routes(self._http.config.app)
+
+    def _preload_admin_routes(self, app: Any) -> None:
+        """Build the admin routes in the background once ready (web.lazy_routers), so the
+        first admin request does not pay for them."""
+        routers = getattr(app.state, "lazy_routers", None)
+        raw = str(self.config.properties.get("magnetarAdminRoutesPreloadDelayMs") or "1000").strip()
+        try:
+            delay_s = int(raw) / 1000
+        except ValueError:
+            raise StandaloneError(
+                f"magnetarAdminRoutesPreloadDelayMs={raw!r}: expected milliseconds"
+            ) from None
+        if routers is None or routers.loaded or delay_s < 0:
+            return
+        self._preload_task = asyncio.get_running_loop().create_task(
+            routers.load_in_background(delay_s), name="standalone:admin-routes"
+        )
 
     def _broker_properties(self) -> dict[str, str]:
         props = dict(self.config.properties)
@@ -280,6 +299,8 @@ class Standalone:
 
     async def _shutdown(self) -> None:
         self._move(StandaloneState.STOPPING)
+        if self._preload_task is not None:
+            self._preload_task.cancel()
         try:
             if self.plugins is not None:
                 await _bounded("plugins", self.plugins.aclose(), HTTP_STOP_TIMEOUT_S)

@@ -14,11 +14,21 @@ route table (``web.auth.route_table``, tests).  Loaded routes go where they
 would have been had they been included at start: after the core routes and
 before anything mounted later (additional servlets), so matching order is
 unchanged.  Nothing else changes: the first admin request pays the import
-(a fraction of a second), every later one nothing.
+(a fraction of a second on an idle machine, seconds on a busy one), every
+later one nothing.
+
+So that no admin request pays it, :meth:`LazyRouters.load_in_background`
+(the composition root starts it once the broker is ready, after
+``magnetarAdminRoutesPreloadDelayMs``, 1 s by default, negative: never)
+imports the router modules one per event-loop turn -- requests in between
+are served -- and then loads them; a request that comes first loads the rest
+itself, as before.  The start-up path and the time to ready are unchanged;
+the idle process holds the routes (a few MiB) from then on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import time
@@ -31,6 +41,7 @@ log = logging.getLogger(__name__)
 
 # Paths served by the routes mounted at start-up: they never trigger the load.
 CORE_PREFIXES = ("/metrics", "/lookup/", "/ws/")
+DEFAULT_PRELOAD_DELAY_S = 1.0
 
 
 class LazyRouters:
@@ -54,6 +65,16 @@ class LazyRouters:
         routes[self._insert_at : self._insert_at] = added
         self.app.openapi_schema = None  # built again with every route
         log.info("admin routes loaded (%d routes, %.0f ms)", len(added), (time.perf_counter() - t0) * 1000)
+
+    async def load_in_background(self, delay_s: float = DEFAULT_PRELOAD_DELAY_S) -> None:
+        """After ``delay_s``: import the router modules one per loop turn, then load them."""
+        await asyncio.sleep(delay_s)
+        for name in self.modules:
+            if self.loaded:
+                return
+            importlib.import_module(name)
+            await asyncio.sleep(0)
+        self.load()
 
 
 def load_all(app: FastAPI) -> None:

@@ -62,3 +62,28 @@ def test_route_order_is_the_eager_order_and_mounts_stay_last() -> None:
     # A second request loads nothing again.
     TestClient(app, raise_server_exceptions=False).get("/admin/v2/tenants")
     assert _paths(app) == paths
+
+
+def test_background_load_gives_the_same_table_and_yields_between_modules() -> None:
+    import asyncio
+
+    from magnetar.web.lazy_routers import LazyRouters
+
+    app = create_app(SimpleNamespace())
+    routers: LazyRouters = app.state.lazy_routers
+    turns = 0
+
+    async def run() -> None:
+        nonlocal turns
+        task = asyncio.create_task(routers.load_in_background(0.0))
+        while not task.done():
+            turns += 1  # the loop ran something else between two imports
+            await asyncio.sleep(0)
+        await task
+
+    asyncio.run(run())
+    assert routers.loaded
+    assert turns >= 2
+    eager = create_app(SimpleNamespace())
+    TestClient(eager, raise_server_exceptions=False).get("/admin/v2/tenants")  # loads on request
+    assert _paths(app) == _paths(eager)

@@ -43,7 +43,6 @@ from magnetar.bookkeeper.isolation import placement_config
 from magnetar.broker import errors
 from magnetar.broker.admin.offload import effective_offload_policies
 from magnetar.broker.admin.policies import BY_TOPIC_SUFFIX, PolicySpec, parse_value
-from magnetar.broker.admin.policy_documents import PolicyDocuments
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.admission import QUOTA_BLOCKING, backlog_bytes
 from magnetar.broker.service.api import BrokerServiceView
@@ -55,6 +54,7 @@ from magnetar.broker.service.policies import (
     base_ref,
     topic_policies_path,
 )
+from magnetar.broker.service.policy_documents import PolicyDocuments
 from magnetar.broker.service.topic import PersistentTopic
 from magnetar.managed_ledger.api import ManagedLedgerConfig
 
@@ -208,23 +208,39 @@ class PolicyEnforcer:
         self._policies = policies
         self._interval_s = max(0.05, interval_s)
         self._lock = asyncio.Lock()
-        store = getattr(svc, "metadata_store", None)
-        self._docs: PolicyDocuments | None = None
-        if store is not None and hasattr(store, "add_listener"):
-            self._docs = PolicyDocuments(store)
+        # the broker's cached, watched documents (broker.service.policy_documents); a service
+        # view without them (a store without watches) reads the store every time
+        self._docs: PolicyDocuments | None = getattr(svc, "policy_documents", None)
+        if self._docs is not None:
             self._docs.on_change.append(self._documents_changed)
         # topic -> (topic document, namespace document, has time-based policies) last applied
         self._applied: weakref.WeakKeyDictionary[PersistentTopic, tuple[Any, Any, bool]] = (
             weakref.WeakKeyDictionary()
         )
         self._changed = False  # a policy document changed somewhere: pass at the next tick
+        # Topics whose policies act over time (looked at every interval even when nothing
+        # changed) and those with an inactive-topic policy that deletes, as last applied.
+        self._timed: weakref.WeakSet[PersistentTopic] = weakref.WeakSet()
+        self._inactive_policy: weakref.WeakKeyDictionary[PersistentTopic, dict] = weakref.WeakKeyDictionary()
+        self._passed_generation = -1  # the documents' generation the last full pass saw
+        # Topics loaded since the last tick (the registry's on_loaded hook): a tick looks at
+        # these only, not at every loaded topic.  Without the hook, a tick scans the registry.
+        self._new: list[PersistentTopic] = []
+        topics = getattr(svc, "topics", None)
+        self._hooked = topics is not None and isinstance(getattr(topics, "on_loaded", None), list)
+        if self._hooked:
+            topics.on_loaded.append(self._topic_loaded)
 
-    def _documents_changed(self) -> None:
+    def _documents_changed(self, path: str) -> None:
         self._changed = True
+
+    def _topic_loaded(self, topic: PersistentTopic) -> None:
+        self._new.append(topic)
 
     async def run(self) -> None:
         """Every interval: a pass over the topics (unchanged ones without time-based policies
-        are skipped); newly loaded topics and changed documents within NEW_TOPIC_TICK_S."""
+        are skipped); newly loaded topics and changed documents within NEW_TOPIC_TICK_S.  An
+        idle tick (nothing loaded, nothing changed) touches no topic."""
         tick_s = min(self._interval_s, NEW_TOPIC_TICK_S)
         next_full = self._svc.clock.monotonic() + self._interval_s
         while True:
@@ -235,12 +251,15 @@ class PolicyEnforcer:
                     self._changed = False
                     if self._docs is not None:
                         self._docs.resync_if_due(self._svc.clock.monotonic())
-                    await self._pass()
+                    await self._periodic_pass()
+                    if self._new:
+                        await self.apply_all(only_new=True)
                     await self._inactive_topics()
                 elif self._changed:
                     self._changed = False
+                    self._new.clear()
                     await self._pass()
-                else:
+                elif not self._hooked or self._new:
                     await self.apply_all(only_new=True)
             except asyncio.CancelledError:
                 raise
@@ -261,7 +280,11 @@ class PolicyEnforcer:
         self, namespace: str | None = None, *, only_new: bool = False, force: bool = False
     ) -> None:
         async with self._lock:
-            for topic in list(self._svc.topics.loaded()):
+            if only_new and self._hooked and namespace is None:
+                candidates, self._new = self._new, []
+            else:
+                candidates = list(self._svc.topics.loaded())
+            for topic in candidates:
                 if namespace is not None and topic.ref.namespace != namespace:
                     continue
                 if not topic.active:
@@ -270,6 +293,27 @@ class PolicyEnforcer:
                     continue
                 try:
                     await self._apply(topic, force)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.warning("applying policies to %s failed", topic.name, exc_info=True)
+                    if only_new and self._hooked:
+                        self._new.append(topic)  # tried again at the next tick
+
+    async def _periodic_pass(self) -> None:
+        """The interval's pass: every topic when a document changed (or could have) since the
+        last one, else only the topics whose policies act over time."""
+        if self._docs is None or self._docs.generation != self._passed_generation:
+            if self._docs is not None:
+                self._passed_generation = self._docs.generation  # a change meanwhile: next pass
+            await self._pass()
+            return
+        async with self._lock:
+            for topic in list(self._timed):
+                if not topic.active:
+                    continue
+                try:
+                    await self._apply(topic, False)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
@@ -290,7 +334,17 @@ class PolicyEnforcer:
         if not force and last is not None and not last[2] and last[0] is raw[0] and last[1] is raw[1]:
             return  # nothing changed and nothing acts over time
         docs = (raw[0] or {}, raw[1] or {})
-        self._applied[topic] = (raw[0], raw[1], self._acts_over_time(topic, docs))
+        timed = self._acts_over_time(topic, docs)
+        self._applied[topic] = (raw[0], raw[1], timed)
+        if timed:
+            self._timed.add(topic)
+        else:
+            self._timed.discard(topic)
+        inactive = self._policies.resolve(BY_NAME["inactiveTopicPolicies"], *docs)
+        if inactive and inactive.get("deleteWhileInactive") and not topic.ref.is_system:
+            self._inactive_policy[topic] = inactive
+        else:
+            self._inactive_policy.pop(topic, None)
         ttl = self._policies.resolve(BY_NAME["messageTTL"], *docs)
         values = {name: self._policies.resolve(BY_NAME[name], *docs) for name in ADMISSION_POLICIES}
         quotas: dict = {}
@@ -478,15 +532,10 @@ class PolicyEnforcer:
         ``delete_when_no_subscriptions``: no producers, no consumers, no durable subscription;
         ``delete_when_subscriptions_caught_up``: no clients and every subscription caught up.
         """
-        from magnetar.broker.admin.policies import BY_NAME
-
         now_ms = self._svc.clock.time_ms()
-        for topic in list(self._svc.topics.loaded()):
+        # the policy as last applied (the documents' every change is applied before this runs)
+        for topic, pol in list(self._inactive_policy.items()):
             if not topic.active or topic.ref.is_system:
-                continue
-            raw = await self._documents(topic)
-            pol = self._policies.resolve(BY_NAME["inactiveTopicPolicies"], raw[0] or {}, raw[1] or {})
-            if not pol or not pol.get("deleteWhileInactive"):
                 continue
             max_s = pol.get("maxInactiveDurationSeconds", 60)
             if max_s < 0 or topic.idle_since_ms(now_ms) < max_s * 1000:

@@ -12,14 +12,21 @@ never replicate.
   attach, so no message is published before its replicator cursors exist
   (a new cursor starts at the earliest entry: nothing written under a
   replication policy is missed).
-* :meth:`run` re-checks every loaded topic each ``replicationPolicyCheck``
-  interval (``magnetarReplicationPolicyCheckIntervalMs``, 1 s by default):
-  replicators for clusters added are started, those for clusters removed are
-  closed and their cursors deleted (Pulsar's removeReplicator); a topic whose
-  replication clusters are set and no longer name the local cluster is
-  deleted here, forcefully (Pulsar's checkReplication: removing a cluster
-  from a namespace's clusters removes that namespace's topics in it), and
-  :meth:`check_creation_allowed` keeps it from being created again.
+* :meth:`run` checks topics when something changed, not every topic on a
+  timer: the replication clusters are read from the broker's cached, watched
+  policy documents (``broker.service.policy_documents``), whose change
+  notifications name the namespace whose topics are checked next; a
+  replicator that died, or a topic whose replication could not start, asks
+  for its topic to be checked again (:meth:`recheck`).  Checks are at least
+  ``magnetarReplicationPolicyCheckIntervalMs`` (1 s by default) apart, and
+  every ``FULL_CHECK_INTERVAL_S`` every loaded topic is checked anyway (a
+  lost notification).  A check starts the replicators of clusters added,
+  closes those of clusters removed and deletes their cursors (Pulsar's
+  removeReplicator); a topic whose replication clusters are set and no
+  longer name the local cluster is deleted here, forcefully (Pulsar's
+  checkReplication: removing a cluster from a namespace's clusters removes
+  that namespace's topics in it), and :meth:`check_creation_allowed` keeps
+  it from being created again.  An idle broker's idle topics cost nothing.
 * A topic owns its replicators (``topic.replicators``) and closes them before
   its managed ledger (``PersistentTopic.close``).
 
@@ -34,7 +41,9 @@ an unexpected error is logged, counted and restarted by the next check.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 
 from magnetar.broker.config import ConfigError
@@ -51,10 +60,9 @@ from magnetar.protocol.errors import ProtocolError
 from magnetar.protocol.markers import REPLICATED_SUBSCRIPTION_MARKERS
 from magnetar.protocol.payload import parse_headers_and_payload
 from magnetar.protocol.wire import WireSchema
+from magnetar.runtime import wait_for
 
 if TYPE_CHECKING:
-    import asyncio
-
     from magnetar.broker.service.names import TopicRef
     from magnetar.broker.service.topic import PersistentTopic
 
@@ -62,6 +70,7 @@ log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = frozenset({"pulsar/system"})
 DEFAULT_CHECK_INTERVAL_MS = 1000
+FULL_CHECK_INTERVAL_S = 60.0
 DEFAULT_SNAPSHOT_FREQUENCY_MS = 1000
 DEFAULT_SNAPSHOT_TIMEOUT_S = 30
 
@@ -117,6 +126,33 @@ class ReplicationService:
             props.get("replicatedSubscriptionsSnapshotTimeoutSeconds") or DEFAULT_SNAPSHOT_TIMEOUT_S
         )
         self.default_replicator_rate = default_replicator_rate(props)
+        # What the next check looks at: namespaces whose documents changed, single topics,
+        # or everything (the first check, and when no change notifications can be had).
+        self._dirty_namespaces: set[str] = set()
+        self._dirty_topics: weakref.WeakSet[PersistentTopic] = weakref.WeakSet()
+        self._check_all = True
+        self._wake = asyncio.Event()
+        # Topics that have had a replicator: the only ones the snapshot step looks at.
+        self._replicating: weakref.WeakSet[PersistentTopic] = weakref.WeakSet()
+        docs = getattr(service, "policy_documents", None)
+        if docs is not None:
+            docs.on_change.append(self._documents_changed)
+        self._documents = docs
+
+    def _documents_changed(self, path: str) -> None:
+        from magnetar.broker.service.policy_documents import namespace_of  # service imports us
+
+        ns = namespace_of(path)
+        if ns is None:
+            return
+        self._dirty_namespaces.add(ns)
+        self._wake.set()
+
+    def recheck(self, topic: PersistentTopic) -> None:
+        """Check ``topic`` at the next check (its replication could not start, or a replicator
+        died)."""
+        self._dirty_topics.add(topic)
+        self._wake.set()
 
     def replicator_rate(self, topic: PersistentTopic) -> DispatchRate:
         """The rate a replicator of ``topic`` sends at: the topic's ``replicatorDispatchRate``
@@ -126,16 +162,23 @@ class ReplicationService:
         return DispatchRate.from_policy(doc) if doc else self.default_replicator_rate
 
     # ------------------------------------------------------------ policy
-    async def configured_clusters(self, topic: PersistentTopic) -> list[str]:
+    async def configured_clusters(self, topic: PersistentTopic, *, cached: bool = False) -> list[str]:
         """The replication clusters set for ``topic`` (topic level, else namespace), local
-        included; empty when none are set (or for system topics)."""
-        return await self.configured_clusters_for(topic.ref)
+        included; empty when none are set (or for system topics).  ``cached``: from the
+        watched policy documents (the periodic check) instead of the store (a topic's load)."""
+        return await self.configured_clusters_for(topic.ref, cached=cached)
 
-    async def configured_clusters_for(self, ref: TopicRef) -> list[str]:
+    async def configured_clusters_for(self, ref: TopicRef, *, cached: bool = False) -> list[str]:
         from magnetar.broker.service.policies import topic_policies_path  # service imports us
 
         if ref.namespace in SYSTEM_NAMESPACES or ref.local_name.startswith("__"):
             return []
+        if cached and self._documents is not None:
+            topic_doc, ns_doc = await self._documents.raw(ref)
+            clusters = (topic_doc or {}).get("replicationClusters") or (ns_doc or {}).get(
+                "replication_clusters"
+            )
+            return sorted(set(clusters or []))
         doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(ref)) or {}
         clusters = doc.get("replicationClusters")
         if not clusters:
@@ -208,6 +251,7 @@ class ReplicationService:
             schema_of=lambda version: self._schema_of(topic.name, version),
         )
         topic.replicators[remote] = replicator
+        self._replicating.add(topic)
         replicator.task = self._svc.supervisor.spawn(
             replicator.run(), name=f"replicator:{topic.name}->{remote}", on_error=self._replicator_failed
         )
@@ -224,25 +268,57 @@ class ReplicationService:
     def _replicator_failed(self, name: str, exc: BaseException) -> None:
         self.failures += 1
         log.error("%s failed; the next policy check restarts it", name, exc_info=exc)
+        topic = self._svc.topics.get_loaded(name.removeprefix("replicator:").rsplit("->", 1)[0])
+        if topic is not None:
+            self.recheck(topic)
+
+    def _due(self) -> list[PersistentTopic]:
+        """The topics the next check looks at (and forget what asked for them)."""
+        if self._check_all or self._documents is None:
+            self._check_all = False
+            self._dirty_namespaces.clear()
+            self._dirty_topics = weakref.WeakSet()
+            return self._svc.topics.loaded()
+        namespaces, self._dirty_namespaces = self._dirty_namespaces, set()
+        due = list(self._dirty_topics)
+        self._dirty_topics = weakref.WeakSet()
+        if namespaces:
+            due.extend(t for t in self._svc.topics.loaded() if t.ref.namespace in namespaces)
+        return due
 
     async def _check_loop(self) -> None:
+        clock = self._svc.clock
+        next_full = clock.monotonic() + FULL_CHECK_INTERVAL_S
         while True:
-            await self._svc.clock.sleep(self.check_interval_s)
-            view = _PolicyPass(self)  # one read per namespace per pass, not three per topic
-            for topic in self._svc.topics.loaded():
-                if not topic.active or not topic.ref.persistent:
-                    continue
-                for remote, replicator in list(topic.replicators.items()):
-                    if replicator.task is not None and replicator.task.done():
-                        topic.replicators.pop(remote, None)  # died: started again below
+            await clock.sleep(self.check_interval_s)  # checks at least this far apart
+            if self._documents is not None:
                 try:
-                    configured = await view.configured_clusters_for(topic.ref)
-                    if configured and self.local_cluster not in configured:
-                        await self._delete_local(topic, configured)
-                        continue
-                    await self.reconcile(topic, [c for c in configured if c != self.local_cluster])
-                except (MetadataError, ManagedLedgerError, BrokerError) as exc:
-                    log.info("replication check of %s failed: %s", topic.name, exc)
+                    await wait_for(clock, self._wake.wait(), max(0.0, next_full - clock.monotonic()))
+                except TimeoutError:
+                    pass
+            self._wake.clear()
+            if clock.monotonic() >= next_full:
+                next_full = clock.monotonic() + FULL_CHECK_INTERVAL_S
+                self._check_all = True
+            for topic in self._due():
+                await self._check(topic)
+
+    async def _check(self, topic: PersistentTopic) -> None:
+        if not topic.active or not topic.ref.persistent:
+            return
+        for remote, replicator in list(topic.replicators.items()):
+            if replicator.task is not None and replicator.task.done():
+                topic.replicators.pop(remote, None)  # died: started again below
+        try:
+            configured = await self.configured_clusters(topic, cached=True)
+            if configured and self.local_cluster not in configured:
+                await self._delete_local(topic, configured)
+                return
+            await self.reconcile(topic, [c for c in configured if c != self.local_cluster])
+        except (MetadataError, ManagedLedgerError, BrokerError) as exc:
+            log.info("replication check of %s failed: %s", topic.name, exc)
+            self._dirty_topics.add(topic)  # tried again at the next check
+            self._wake.set()
 
     async def _delete_local(self, topic: PersistentTopic, configured: list[str]) -> None:
         """The local cluster left the topic's replication clusters: delete the local copy
@@ -341,13 +417,15 @@ class ReplicationService:
 
     async def run_snapshots(self) -> None:
         """Every replicatedSubscriptionsSnapshotFrequencyMillis: each replicating topic with a
-        replicated subscription takes its step (a task of the broker's supervisor)."""
+        replicated subscription takes its step (a task of the broker's supervisor).  Only the
+        topics that have replicators are looked at: idle, unreplicated topics cost nothing."""
         if not self.replicated_subscriptions_enabled:
             return
         while True:
             await self._svc.clock.sleep(self.snapshot_frequency_s)
-            for topic in self._svc.topics.loaded():
-                if not topic.active or not topic.ref.persistent or not topic.replicators:
+            for topic in list(self._replicating):
+                if not topic.active or not topic.replicators:
+                    self._replicating.discard(topic)
                     continue
                 if topic.replicated_subscriptions is None and not any(
                     c.properties.get("pulsar.replicated.subscription") == 1 for c in topic.ml.cursors.values()
@@ -357,36 +435,3 @@ class ReplicationService:
                     await self.controller_of(topic).tick()
                 except (ManagedLedgerError, ProtocolError) as exc:
                     log.info("replicated-subscription snapshot of %s failed: %s", topic.name, exc)
-
-
-class _PolicyPass:
-    """The replication clusters as one pass of the check loop reads them: per namespace, the
-    list of topics with a topic-policies document (one read) and the namespace's policies (one
-    read); a topic's own document only where it has one.  Every topic costs three metadata
-    reads otherwise (its absent document is a read and a watch), each second: 30,000 reads a
-    second with 10,000 topics loaded.  A change lands on the next pass, as before."""
-
-    def __init__(self, service: ReplicationService) -> None:
-        self._service = service
-        self._documented: dict[str, set[str]] = {}
-        self._ns_clusters: dict[str, list[str]] = {}
-
-    async def configured_clusters_for(self, ref: TopicRef) -> list[str]:
-        from magnetar.broker.service.policies import base_ref, topic_policies_path  # service imports us
-
-        if ref.namespace in SYSTEM_NAMESPACES or ref.local_name.startswith("__"):
-            return []
-        svc = self._service._svc  # noqa: SLF001 - the service's own helper
-        path = topic_policies_path(base_ref(ref))
-        parent, _, leaf = path.rpartition("/")
-        documented = self._documented.get(parent)
-        if documented is None:
-            documented = self._documented[parent] = set(await svc.metadata_store.children(parent))
-        if leaf in documented:
-            clusters = (await JsonStore(svc.metadata_store).get(path) or {}).get("replicationClusters")
-            if clusters:
-                return sorted(set(clusters))
-        if ref.namespace not in self._ns_clusters:
-            policies = await svc.resources.namespaces.get(ref.namespace) or {}
-            self._ns_clusters[ref.namespace] = sorted(set(policies.get("replication_clusters") or []))
-        return self._ns_clusters[ref.namespace]

@@ -43,6 +43,7 @@ from magnetar.broker.service.compacted_dispatch import BrokerCompaction
 from magnetar.broker.service.connection import Connection
 from magnetar.broker.service.inactive_topics import max_inactive_ms, retire_inactive_topic
 from magnetar.broker.service.names import parse_topic
+from magnetar.broker.service.policy_documents import PolicyDocuments
 from magnetar.broker.service.rates import sample_topic
 from magnetar.broker.service.topic_list import TopicListWatchers
 from magnetar.broker.service.topics import TopicRegistry
@@ -82,6 +83,11 @@ class BrokerService(TopicAdmin):
         self.rng = rng
         self.supervisor = TaskSupervisor("broker")
         self.resources = BrokerResources(metadata_store)
+        # The topic-policy and namespace documents, cached and watched: read by the admin
+        # layer's policy enforcer and the replication check (None: a store without watches).
+        self.policy_documents: PolicyDocuments | None = (
+            PolicyDocuments(metadata_store) if hasattr(metadata_store, "add_listener") else None
+        )
         self.auth_config = AuthConfig.from_properties(config.as_properties())
         self.authentication = AuthenticationService.from_config(
             self.auth_config, clock, extra_providers=getattr(extensions, "authentication_providers", None)
@@ -273,6 +279,8 @@ class BrokerService(TopicAdmin):
         except Exception:
             log.exception("releasing bundle ownership failed")
         await self.supervisor.aclose()
+        if self.policy_documents is not None:
+            await self.policy_documents.aclose()
         try:
             await self.authentication.aclose()
         except Exception:

@@ -227,15 +227,22 @@ class BrokerCompaction:
         from magnetar.broker.resources.base import JsonStore  # noqa: PLC0415
         from magnetar.broker.service.policies import topic_policies_path  # noqa: PLC0415
 
+        docs = getattr(self._svc, "policy_documents", None)  # cached and watched: no store read
+        ns: dict | None = None
         try:
-            doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(topic.ref)) or {}
+            if docs is not None:
+                doc, ns = await docs.raw(topic.ref)
+                doc = doc or {}
+            else:
+                doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(topic.ref)) or {}
         except ValueError:  # a document that is not JSON: the namespace decides
             log.debug("reading topic policies of %s failed", topic.name, exc_info=True)
-            doc = {}
+            doc, ns = {}, None
         # A metadata error (lost session, timeout) is no "no override": it fails this pass.
         if doc.get("compactionThreshold") is not None:
             return int(doc["compactionThreshold"])
-        ns = await self._svc.resources.namespaces.get(topic.ref.namespace) or {}
+        if ns is None:
+            ns = await self._svc.resources.namespaces.get(topic.ref.namespace) or {}
         if ns.get("compaction_threshold") is not None:
             return int(ns["compaction_threshold"])
         return self.default_threshold_bytes

@@ -18,6 +18,11 @@ namespace through ``autoTopicCreationOverride``):
 Unload closes the topic (clients get CLOSE_PRODUCER/CLOSE_CONSUMER and
 reconnect); delete does the same and deletes the ledger and its cursors.
 
+``on_loaded`` callbacks run (synchronously) for every topic once it is loaded
+(persistent: after its ledger opened; non-persistent: when created), so
+whoever acts on new topics (the policy enforcer) hears of them instead of
+scanning the registry.
+
 A topic's managed ledger is opened with the config ``ml_config_for(ref)`` gives
 (the admin layer installs its policy resolution there: retention, persistence,
 offload), as Pulsar opens it with ``getManagedLedgerConfig``; where no admin
@@ -55,6 +60,14 @@ class TopicRegistry:
         self._svc = service
         self._topics: dict[str, asyncio.Future[PersistentTopic]] = {}
         self.ml_config_for: Callable[[TopicRef], Awaitable[ManagedLedgerConfig]] | None = None
+        self.on_loaded: list[Callable[[PersistentTopic | NonPersistentTopic], None]] = []
+
+    def _loaded(self, topic: PersistentTopic | NonPersistentTopic) -> None:
+        for callback in self.on_loaded:
+            try:
+                callback(topic)
+            except Exception:
+                log.exception("topic-loaded callback failed for %s", topic.name)
 
     def loaded(self) -> list[PersistentTopic]:
         out = []
@@ -160,6 +173,7 @@ class TopicRegistry:
             fut = asyncio.get_running_loop().create_future()
             fut.set_result(NonPersistentTopic(ref, svc.config, svc.clock, svc.supervisor))
             self._topics[ref.full_name] = fut
+            self._loaded(fut.result())
         topic = await fut
         if not topic.active:
             raise errors.TopicFencedError(f"Topic {ref.full_name} is closing")
@@ -199,6 +213,7 @@ class TopicRegistry:
                 raise
             return
         fut.set_result(topic)
+        self._loaded(topic)
         self._svc.topic_list_watchers.changed(ref.namespace)  # a topic may have been created
 
     async def _start_replication(self, topic: PersistentTopic) -> None:
@@ -208,7 +223,10 @@ class TopicRegistry:
         try:
             await self._svc.replication.topic_loaded(topic)
         except (MetadataError, ManagedLedgerError) as exc:
-            log.warning("starting replication of %s failed (retried by the policy check): %s", topic.name, exc)
+            log.warning(
+                "starting replication of %s failed (retried by the policy check): %s", topic.name, exc
+            )
+            self._svc.replication.recheck(topic)
 
     def _unload_fenced(self, topic: PersistentTopic) -> None:
         if topic.active:
