@@ -20,7 +20,7 @@ from importlib import metadata as importlib_metadata
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 
-from magnetar.broker.admin.models import BookieInfo
+from magnetar.common.rest_models import BookieInfo
 from magnetar.web.deps import admin, no_content
 from magnetar.web.errors import WebError
 

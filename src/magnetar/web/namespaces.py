@@ -19,8 +19,8 @@ from typing import Any
 from fastapi import APIRouter, Body, Request, Response
 from pydantic import BaseModel
 
-from magnetar.broker.admin import models as m
 from magnetar.broker.admin import policies as p
+from magnetar.common import rest_models as m
 from magnetar.common.admin_policies import BY_NAME
 from magnetar.web.deps import (
     admin,
@@ -212,7 +212,7 @@ async def set_backlog_quota(
     tenant: str,
     namespace: str,
     body: m.BacklogQuota,
-    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.destination_storage,  # noqa: N803
+    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.DESTINATION_STORAGE,  # noqa: N803
 ) -> Response:
     await admin(request).namespaces.set_backlog_quota(
         namespace_name(tenant, namespace), backlogQuotaType.value, m.dump(body)
@@ -225,7 +225,7 @@ async def remove_backlog_quota(
     request: Request,
     tenant: str,
     namespace: str,
-    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.destination_storage,  # noqa: N803
+    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.DESTINATION_STORAGE,  # noqa: N803
 ) -> Response:
     await admin(request).namespaces.remove_backlog_quota(
         namespace_name(tenant, namespace), backlogQuotaType.value

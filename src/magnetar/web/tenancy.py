@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from magnetar.broker.admin import models as m
-from magnetar.broker.admin.isolation import FailureDomain, NamespaceIsolationData
 from magnetar.broker.admin.isolation import NotFoundError as IsolationNotFoundError
 from magnetar.broker.admin.policies import parse_value
+from magnetar.common import rest_models as m
+from magnetar.common.rest_models import FailureDomain, NamespaceIsolationData
 from magnetar.web.deps import admin, json_body, no_content
 
 router = APIRouter(tags=["clusters", "tenants"])

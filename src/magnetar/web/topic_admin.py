@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Body, Request, Response
 
-from magnetar.broker.admin import models as m
 from magnetar.broker.admin.topic_ops import PeekedMessage
+from magnetar.common import rest_models as m
 from magnetar.web.deps import admin, json_body, no_content
 from magnetar.web.errors import WebError
 from magnetar.web.paths import DOMAINS, namespace_name, topic_name
