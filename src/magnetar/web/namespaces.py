@@ -24,6 +24,7 @@ from magnetar.common import rest_models as m
 from magnetar.common.admin_policies import BY_NAME
 from magnetar.web.deps import (
     admin,
+    broker,
     json_body,
     no_content,
     path_param,
@@ -53,7 +54,7 @@ async def list_namespace_topics(
     mode = mode.upper()
     if mode not in MODES:
         raise WebError(400, f"Invalid mode {mode!r}: expected one of {', '.join(MODES)}")
-    svc = request.app.state.broker_service
+    svc = broker(request)
     return list(await svc.list_topics(namespace_name(tenant, namespace), mode=mode))
 
 
@@ -124,7 +125,7 @@ async def split_bundle(
 async def _for_each_topic(request: Request, namespace: str, fn: Any) -> None:
     a = admin(request)
     await a.namespaces.policies(namespace)
-    svc = request.app.state.broker_service
+    svc = broker(request)
     for t in await svc.list_topics(namespace, mode="PERSISTENT"):
         await fn(a, t)
 
@@ -413,7 +414,7 @@ async def delete_bundle(
     ns = namespace_name(tenant, namespace)
     if bundle not in await admin(request).namespaces.bundle_names(ns):
         raise WebError(404, f"Bundle {bundle} not found")
-    svc = request.app.state.broker_service
+    svc = broker(request)
     if await svc.list_topics(ns, mode="ALL"):
         raise WebError(409, "Cannot delete non empty bundle")
     return no_content()

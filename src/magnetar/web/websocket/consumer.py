@@ -32,6 +32,7 @@ from typing import Any
 
 from fastapi import WebSocket
 
+from magnetar.broker.service.api import WebBrokerView
 from magnetar.web.websocket import codec
 from magnetar.web.websocket.broker_link import BrokerLink
 from magnetar.web.websocket.session import BadParameter, QueryParams, Session
@@ -53,7 +54,7 @@ class ConsumerSession(Session):
     reader = False
 
     def __init__(
-        self, ws: WebSocket, service: Any, topic: str, params: QueryParams, subscription: str
+        self, ws: WebSocket, service: WebBrokerView, topic: str, params: QueryParams, subscription: str
     ) -> None:
         super().__init__(ws, service, topic, params)
         self.subscription = subscription
@@ -246,7 +247,7 @@ class ConsumerSession(Session):
 class ReaderSession(ConsumerSession):
     reader = True
 
-    def __init__(self, ws: WebSocket, service: Any, topic: str, params: QueryParams) -> None:
+    def __init__(self, ws: WebSocket, service: WebBrokerView, topic: str, params: QueryParams) -> None:
         raw = dict(params.raw)
         raw.pop("subscriptionType", None)
         raw.pop("subscriptionMode", None)
@@ -298,7 +299,9 @@ class MultiTopicConsumerSession(ConsumerSession):
     over several topics (short names mean ``persistent://public/default/...``).  The route is
     open to any authenticated role, so consume permission is checked here, per topic."""
 
-    def __init__(self, ws: WebSocket, service: Any, params: QueryParams, subscription: str, role: str | None):
+    def __init__(
+        self, ws: WebSocket, service: WebBrokerView, params: QueryParams, subscription: str, role: str | None
+    ):
         topics = [t.strip() for t in (params.text("topics") or "").split(",") if t.strip()]
         pattern = params.text("topicsPattern")
         if bool(topics) == bool(pattern):
