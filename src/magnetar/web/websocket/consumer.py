@@ -33,12 +33,13 @@ from typing import Any
 from fastapi import WebSocket
 
 from magnetar.broker.service.api import WebBrokerView
+from magnetar.protocol.enums import SubType
 from magnetar.web.websocket import codec
 from magnetar.web.websocket.broker_link import BrokerLink
 from magnetar.web.websocket.session import BadParameter, QueryParams, Session
 
 MAX_RECEIVER_QUEUE = 1000
-SUB_TYPES = {"Exclusive": 0, "Shared": 1, "Failover": 2, "Key_Shared": 3}
+SUB_TYPES = {t.name: t for t in SubType}  # the query string names Pulsar's types
 _reader_ids = itertools.count()
 
 
@@ -254,7 +255,7 @@ class ReaderSession(ConsumerSession):
         super().__init__(ws, service, topic, QueryParams(raw), f"reader-{next(_reader_ids):x}")
         self.consumer_name = params.text("readerName", "") or ""
         self.durable = False
-        self.sub_type = 0
+        self.sub_type = SubType.Exclusive
         start = params.text("messageId", "latest") or "latest"
         if start in ("earliest", "latest"):
             self._start = start
