@@ -58,7 +58,7 @@ class InvalidBody(ValidationError, InvalidArgument):  # type: ignore[misc]
 class RestBody(BaseModel):
     """Base of every body: wire names as aliases, unknown fields ignored, frozen values."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """Positional arguments fill the fields in declaration order (the admin client's API)."""
@@ -338,7 +338,7 @@ class AutoSubscriptionCreationOverride(RestBody):
 
 
 class OffloadPolicies(RestBody):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
     managed_ledger_offload_driver: str | None = Field(default=None, alias="managedLedgerOffloadDriver")
     managed_ledger_offload_threshold_in_bytes: int = Field(
         default=-1, alias="managedLedgerOffloadThresholdInBytes"
