@@ -417,7 +417,8 @@ async def _deny_websocket(scope: Scope, send: Send, exc: _Denied) -> None:
 
 def _metrics_authenticated(app: FastAPI) -> bool:
     """Pulsar's ``authenticateMetricsEndpoint`` (default false), from the broker's config."""
-    config = getattr(getattr(app.state, "broker_service", None), "config", None)
+    broker_service = getattr(app.state, "broker_service", None)
+    config = getattr(broker_service, "config", None)
     as_properties = getattr(config, "as_properties", None)
     if as_properties is None:
         return False
@@ -426,7 +427,7 @@ def _metrics_authenticated(app: FastAPI) -> bool:
 
 
 def install_auth(app: FastAPI) -> None:
-    """Install the middleware; it reads ``app.state.broker_service.authentication/authorization``."""
+    """Install the middleware; it reads the broker service's ``authentication`` and ``authorization``."""
     app.add_middleware(AuthMiddleware, fastapi_app=app)
 
 

@@ -20,8 +20,8 @@ from importlib import metadata as importlib_metadata
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 
-from magnetar.broker.admin.models import BookieInfo
-from magnetar.web.deps import admin, no_content
+from magnetar.common.rest_models import BookieInfo
+from magnetar.web.deps import admin, broker, no_content
 from magnetar.web.errors import WebError
 
 router = APIRouter(tags=["brokers"])
@@ -38,7 +38,7 @@ async def health(request: Request, topicVersion: str | None = None) -> str:  # n
             if check is not None:
                 await check()
             else:
-                await request.app.state.broker_service.lookup(HEALTH_TOPIC)
+                await broker(request).lookup(HEALTH_TOPIC)
     except TimeoutError:
         raise WebError(500, f"health check timed out after {HEALTH_TIMEOUT_S:g} s") from None
     except WebError:

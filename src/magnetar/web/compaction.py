@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from magnetar.web.deps import broker
 from magnetar.web.errors import WebError
 from magnetar.web.paths import topic_name
 
@@ -27,7 +28,7 @@ PATH = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/compaction"
 def _compaction(request: Request, domain: str):  # type: ignore[no-untyped-def]
     if domain == "non-persistent":
         raise WebError(405, "Compaction is not allowed on non-persistent topics")
-    compaction = getattr(request.app.state.broker_service, "compaction", None)
+    compaction = getattr(broker(request), "compaction", None)
     if compaction is None:
         raise WebError(503, "Compaction is not available on this broker")
     return compaction

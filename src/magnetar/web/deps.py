@@ -1,7 +1,8 @@
 """Shared helpers of the admin routers: the admin service, bodies, empty answers.
 
 Theory of operation: ``create_app`` stores one ``AdminService`` on
-``app.state.admin``; handlers fetch it with :func:`admin`.  Pulsar answers
+``app.state.admin``; handlers fetch it with :func:`admin`, and the broker
+service itself -- only as the narrow ``WebBrokerView`` -- with :func:`broker`.  Pulsar answers
 ``void`` with 204 and an unset optional policy with 204 and no body
 (:func:`value_or_204`).  Raw JSON bodies (scalars, lists, objects) are
 decoded by :func:`json_body`, which answers 400 for malformed JSON.
@@ -15,12 +16,19 @@ from typing import Any
 
 from fastapi import Request, Response
 from fastapi.responses import JSONResponse
+from starlette.requests import HTTPConnection
 
 from magnetar.broker.admin.policies import load_json
+from magnetar.broker.service.api import WebBrokerView
 
 
 def admin(request: Request) -> Any:
     return request.app.state.admin
+
+
+def broker(conn: HTTPConnection) -> WebBrokerView:
+    """The broker service as the web layer may see it (``broker.service.api.WebBrokerView``)."""
+    return conn.app.state.broker_service
 
 
 def no_content() -> Response:

@@ -23,6 +23,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
 from magnetar.broker.service.names import parse_topic
+from magnetar.web.deps import broker
 from magnetar.web.ownership import redirect_to
 from magnetar.web.paths import topic_name
 
@@ -33,7 +34,7 @@ router = APIRouter(tags=["lookup"])
 
 @router.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle", response_class=PlainTextResponse)
 async def bundle_range(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> str:
-    svc = request.app.state.broker_service
+    svc = broker(request)
     bundle = await svc.namespace_service.bundle_of(parse_topic(topic_name(domain, tenant, namespace, topic)))
     return bundle.range.name
 
@@ -42,7 +43,7 @@ async def bundle_range(request: Request, domain: str, tenant: str, namespace: st
 async def lookup_topic(
     request: Request, domain: str, tenant: str, namespace: str, topic: str, authoritative: bool = False
 ) -> Any:
-    svc = request.app.state.broker_service
+    svc = broker(request)
     name = topic_name(domain, tenant, namespace, topic)
     lookup_topic = getattr(svc, "lookup_topic", None)
     if lookup_topic is None:  # a bare service (unit tests of the web layer): always here

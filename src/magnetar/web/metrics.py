@@ -22,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from magnetar.broker.service.api import MetricsSource
 from magnetar.web.metrics_lb import LoadBalanceCollector
 from magnetar.web.metrics_process import install_process_metrics
 from magnetar.web.metrics_pulsar import PulsarBrokerCollector
@@ -35,7 +36,7 @@ _NON_METRIC_CHARS = re.compile(r"[^a-zA-Z0-9_]")
 class BrokerStatsCollector(Collector):
     """Reads ``statistics()`` of the service at scrape time (a cheap, synchronous snapshot)."""
 
-    def __init__(self, broker_service: Any) -> None:
+    def __init__(self, broker_service: MetricsSource) -> None:
         self._svc = broker_service
 
     def collect(self) -> Iterator[GaugeMetricFamily]:

@@ -15,12 +15,12 @@ standalone).  Resource usage in percent (labels ``cluster``, ``broker``,
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from magnetar.broker.loadbalance.data import LoadReport
+from magnetar.broker.service.api import MetricsSource
 
 _USAGE = (
     ("pulsar_lb_cpu_usage", "cpu"),
@@ -41,7 +41,7 @@ _BUNDLE = (
 
 
 class LoadBalanceCollector(Collector):
-    def __init__(self, service: Any) -> None:
+    def __init__(self, service: MetricsSource) -> None:
         self._svc = service
 
     def collect(self) -> Iterator[Metric]:

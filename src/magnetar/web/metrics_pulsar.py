@@ -38,6 +38,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from magnetar.broker.replication.stats import METRICS as REPLICATION_METRICS
+from magnetar.broker.service.api import MetricsSource
 from magnetar.broker.service.stats import topic_stats_dict
 from magnetar.common.latency import ENTRY_SIZE_SUFFIXES, WRITE_LATENCY_SUFFIXES, LatencyBuckets
 
@@ -124,7 +125,7 @@ class _Families:
 
 
 class PulsarBrokerCollector(Collector):
-    def __init__(self, service: Any) -> None:
+    def __init__(self, service: MetricsSource) -> None:
         self._svc = service
         self._last_cache: tuple[float, int, int] | None = None  # (time s, hits, misses)
         self._cache_rates = (0.0, 0.0)

@@ -13,16 +13,16 @@ own range, ``_overflow`` the rest).  Per topic with a transaction buffer (labels
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from magnetar.broker.service.api import MetricsSource
 from magnetar.broker.transaction.coordinator import EXECUTION_LATENCY_BUCKETS_MS
 
 
 class TransactionCollector(Collector):
-    def __init__(self, service: Any) -> None:
+    def __init__(self, service: MetricsSource) -> None:
         self._svc = service
 
     def collect(self) -> Iterator[Metric]:

@@ -19,11 +19,12 @@ from typing import Any
 from fastapi import APIRouter, Body, Request, Response
 from pydantic import BaseModel
 
-from magnetar.broker.admin import models as m
 from magnetar.broker.admin import policies as p
+from magnetar.common import rest_models as m
 from magnetar.common.admin_policies import BY_NAME
 from magnetar.web.deps import (
     admin,
+    broker,
     json_body,
     no_content,
     path_param,
@@ -53,7 +54,7 @@ async def list_namespace_topics(
     mode = mode.upper()
     if mode not in MODES:
         raise WebError(400, f"Invalid mode {mode!r}: expected one of {', '.join(MODES)}")
-    svc = request.app.state.broker_service
+    svc = broker(request)
     return list(await svc.list_topics(namespace_name(tenant, namespace), mode=mode))
 
 
@@ -195,7 +196,7 @@ async def set_backlog_quota(
     tenant: str,
     namespace: str,
     body: m.BacklogQuota,
-    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.destination_storage,  # noqa: N803
+    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.DESTINATION_STORAGE,  # noqa: N803
 ) -> Response:
     await admin(request).namespaces.set_backlog_quota(
         namespace_name(tenant, namespace), backlogQuotaType.value, m.dump(body)
@@ -208,7 +209,7 @@ async def remove_backlog_quota(
     request: Request,
     tenant: str,
     namespace: str,
-    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.destination_storage,  # noqa: N803
+    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.DESTINATION_STORAGE,  # noqa: N803
 ) -> Response:
     await admin(request).namespaces.remove_backlog_quota(
         namespace_name(tenant, namespace), backlogQuotaType.value
@@ -396,7 +397,7 @@ async def delete_bundle(
     ns = namespace_name(tenant, namespace)
     if bundle not in await admin(request).namespaces.bundle_names(ns):
         raise WebError(404, f"Bundle {bundle} not found")
-    svc = request.app.state.broker_service
+    svc = broker(request)
     if await svc.list_topics(ns, mode="ALL"):
         raise WebError(409, "Cannot delete non empty bundle")
     return no_content()

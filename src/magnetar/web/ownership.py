@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse, Response
 from magnetar.broker import errors
 from magnetar.broker.ownership.api import NotOwnedHere
 from magnetar.broker.ownership.ownership import OwnerData
+from magnetar.web.deps import broker
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def install_ownership(app: FastAPI) -> None:
 
     @app.middleware("http")
     async def to_the_owner(request: Request, call_next: Any) -> Response:
-        svc = request.app.state.broker_service
+        svc = broker(request)
         ns_service = getattr(svc, "namespace_service", None)
         topic = _topic_of(request.url.path) if getattr(ns_service, "may_redirect", False) else None
         if topic is not None:
@@ -108,7 +109,7 @@ async def forward_unload(request: Request, bundle: Any) -> None:
 
     from magnetar.web.errors import WebError
 
-    owner = await request.app.state.broker_service.namespace_service.owner_of(bundle)
+    owner = await broker(request).namespace_service.owner_of(bundle)
     if owner is None:
         return  # released meanwhile: nothing to unload
     url = f"{owner.http_url}/admin/v2/namespaces/{bundle.name}/unload"

@@ -40,7 +40,7 @@ from magnetar.broker.schema import SchemaVersion, resolve_policies
 from magnetar.broker.schema import types as schema_types
 from magnetar.broker.schema.policies import SCHEMA_BYTES_MAX_CEILING
 from magnetar.broker.service.names import parse_topic
-from magnetar.web.deps import admin, json_body
+from magnetar.web.deps import admin, broker, json_body
 from magnetar.web.errors import WebError
 
 router = APIRouter(tags=["schemas"])
@@ -102,7 +102,7 @@ async def get_all_schemas(request: Request, tenant: str, namespace: str, topic: 
 async def post_schema(request: Request, tenant: str, namespace: str, topic: str) -> dict:
     _schemas(request)  # 404 without an admin service
     name = _topic(tenant, namespace, topic)
-    svc = request.app.state.broker_service
+    svc = broker(request)
     ref = parse_topic(name)
     ns_policies = await svc.resources.namespaces.get(ref.namespace)
     if ns_policies is None:

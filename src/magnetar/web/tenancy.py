@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from magnetar.broker.admin import models as m
-from magnetar.broker.admin.isolation import FailureDomain, NamespaceIsolationData
 from magnetar.broker.admin.isolation import NotFoundError as IsolationNotFoundError
-from magnetar.broker.admin.policies import parse_value
-from magnetar.web.deps import admin, json_body, no_content
+from magnetar.common import rest_models as m
+from magnetar.common.rest_models import FailureDomain, NamespaceIsolationData
+from magnetar.web.deps import admin, no_content
 
 router = APIRouter(tags=["clusters", "tenants"])
 
@@ -147,7 +146,3 @@ async def update_tenant(request: Request, tenant: str, body: m.TenantInfo) -> Re
 async def delete_tenant(request: Request, tenant: str, force: bool = False) -> Response:
     await admin(request).tenancy.delete_tenant(tenant, force)
     return no_content()
-
-
-async def _list_body(request: Request) -> list[str]:
-    return parse_value("clusters", await json_body(request))

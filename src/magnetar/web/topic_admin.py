@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Body, Request, Response
 
-from magnetar.broker.admin import models as m
 from magnetar.broker.admin.topic_ops import PeekedMessage
-from magnetar.web.deps import admin, json_body, no_content
+from magnetar.common import rest_models as m
+from magnetar.web.deps import admin, broker, json_body, no_content
 from magnetar.web.errors import WebError
 from magnetar.web.paths import DOMAINS, namespace_name, topic_name
 from magnetar.web.topics import parse_partition_count
@@ -26,23 +26,19 @@ NSP = "/admin/v2/{domain}/{tenant}/{namespace}"
 TP = NSP + "/{topic}"
 
 
-def _svc(request: Request):  # type: ignore[no-untyped-def]
-    return request.app.state.broker_service
-
-
 @router.get(NSP)
 async def list_topics(request: Request, domain: str, tenant: str, namespace: str) -> list[str]:
     if domain not in DOMAINS:
         raise WebError(404, f"Unknown domain {domain!r}")
     mode = "PERSISTENT" if domain == "persistent" else "NON_PERSISTENT"
-    return list(await _svc(request).list_topics(namespace_name(tenant, namespace), mode=mode))
+    return list(await broker(request).list_topics(namespace_name(tenant, namespace), mode=mode))
 
 
 @router.get(NSP + "/partitioned")
 async def list_partitioned(request: Request, domain: str, tenant: str, namespace: str) -> list[str]:
     if domain not in DOMAINS:
         raise WebError(404, f"Unknown domain {domain!r}")
-    names = await _svc(request).list_partitioned_topics(namespace_name(tenant, namespace))
+    names = await broker(request).list_partitioned_topics(namespace_name(tenant, namespace))
     return [n for n in names if n.startswith(domain + "://")]
 
 
@@ -52,7 +48,7 @@ async def create_topic(request: Request, domain: str, tenant: str, namespace: st
     props = await json_body(request, optional=True)
     if props is not None and not isinstance(props, dict):
         raise WebError(400, "topic properties must be a JSON object")
-    await _svc(request).create_non_partitioned_topic(name)
+    await broker(request).create_non_partitioned_topic(name)
     return no_content()
 
 
@@ -60,7 +56,7 @@ async def create_topic(request: Request, domain: str, tenant: str, namespace: st
 async def delete_topic(
     request: Request, domain: str, tenant: str, namespace: str, topic: str, force: bool = False
 ) -> Response:
-    await _svc(request).delete_topic(topic_name(domain, tenant, namespace, topic), force=force)
+    await broker(request).delete_topic(topic_name(domain, tenant, namespace, topic), force=force)
     return no_content()
 
 
@@ -70,7 +66,7 @@ async def delete_partitioned(
 ) -> Response:
     name = topic_name(domain, tenant, namespace, topic)
     await admin(request).topics.delete_partitions_elsewhere(name, force=force)  # a cluster's other owners
-    await _svc(request).delete_partitioned_topic(name, force=force)
+    await broker(request).delete_partitioned_topic(name, force=force)
     return no_content()
 
 
@@ -79,7 +75,7 @@ async def update_partitions(
     request: Request, domain: str, tenant: str, namespace: str, topic: str
 ) -> Response:
     count = parse_partition_count(await request.body())
-    await _svc(request).update_partitioned_topic(topic_name(domain, tenant, namespace, topic), count)
+    await broker(request).update_partitioned_topic(topic_name(domain, tenant, namespace, topic), count)
     return no_content()
 
 
@@ -88,7 +84,7 @@ async def create_missed_partitions(
     request: Request, domain: str, tenant: str, namespace: str, topic: str
 ) -> Response:
     name = topic_name(domain, tenant, namespace, topic)
-    if not await _svc(request).get_partitioned_metadata(name):
+    if not await broker(request).get_partitioned_metadata(name):
         raise WebError(409, "Partitioned topic does not exist")
     return no_content()
 

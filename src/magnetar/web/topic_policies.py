@@ -14,8 +14,8 @@ import inspect
 
 from fastapi import APIRouter, Body, Query, Request, Response
 
-from magnetar.broker.admin import models as m
 from magnetar.broker.admin import policies as p
+from magnetar.common import rest_models as m
 from magnetar.web.deps import admin, no_content, path_param, request_param, value_or_204, with_signature
 from magnetar.web.namespaces import body_type, to_json
 from magnetar.web.paths import topic_name
@@ -111,7 +111,7 @@ async def set_backlog_quota(
     namespace: str,
     topic: str,
     body: m.BacklogQuota,
-    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.destination_storage,  # noqa: N803
+    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.DESTINATION_STORAGE,  # noqa: N803
 ) -> Response:
     await admin(request).topic_policies.set_backlog_quota(
         topic_name(domain, tenant, namespace, topic), backlogQuotaType.value, m.dump(body)
@@ -126,7 +126,7 @@ async def remove_backlog_quota(
     tenant: str,
     namespace: str,
     topic: str,
-    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.destination_storage,  # noqa: N803
+    backlogQuotaType: m.BacklogQuotaType = m.BacklogQuotaType.DESTINATION_STORAGE,  # noqa: N803
 ) -> Response:
     await admin(request).topic_policies.remove_backlog_quota(
         topic_name(domain, tenant, namespace, topic), backlogQuotaType.value

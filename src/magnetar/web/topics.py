@@ -17,6 +17,7 @@ import json
 
 from fastapi import APIRouter, Request, Response
 
+from magnetar.web.deps import broker
 from magnetar.web.errors import WebError
 from magnetar.web.paths import topic_name
 
@@ -36,7 +37,7 @@ async def get_partitioned_metadata(
     topic: str,
     checkAllowAutoCreation: bool = False,  # noqa: N803 -- Pulsar's query parameter name
 ) -> dict[str, int]:
-    svc = request.app.state.broker_service
+    svc = broker(request)
     name = topic_name(domain, tenant, namespace, topic)
     n = await svc.get_partitioned_metadata(name, check_allow_auto_creation=checkAllowAutoCreation)
     return {"partitions": int(n)}
@@ -46,7 +47,7 @@ async def get_partitioned_metadata(
 async def create_partitioned_topic(
     request: Request, domain: str, tenant: str, namespace: str, topic: str
 ) -> Response:
-    svc = request.app.state.broker_service
+    svc = broker(request)
     name = topic_name(domain, tenant, namespace, topic)
     count = parse_partition_count(await request.body())
     await svc.create_partitioned_topic(name, count)

@@ -23,6 +23,7 @@ from fastapi import APIRouter, Request, Response
 
 from magnetar.broker.transaction.model import TxnID
 from magnetar.broker.transaction.service import TransactionAdmin
+from magnetar.web.deps import broker
 from magnetar.web.errors import WebError
 
 router = APIRouter(prefix="/admin/v3/transactions", tags=["transactions"])
@@ -31,7 +32,7 @@ UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 
 
 def _admin(request: Request) -> TransactionAdmin:
-    txns = getattr(request.app.state.broker_service, "transactions", None)
+    txns = getattr(broker(request), "transactions", None)
     if txns is None:
         raise WebError(503, "This Broker is not configured with transactionCoordinatorEnabled=true.")
     return TransactionAdmin(txns)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from magnetar.broker import errors
-from magnetar.broker.admin import models as m
 from magnetar.broker.admin import policies as p
 from magnetar.broker.resources import default_policies
+from magnetar.common import rest_models as m
 
 
 def test_every_namespace_field_exists_in_fresh_policies() -> None:

@@ -14,32 +14,15 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field
-
 from magnetar.broker import errors
-from magnetar.broker.admin import models as m
 from magnetar.broker.admin.policies import BadBodyError
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.api import BrokerServiceView
+from magnetar.common import rest_models as m
+from magnetar.common.rest_models import FailureDomain, NamespaceIsolationData
 
 ROOT = "/admin/clusters"
 NAME_CHARS_MAX = 256
-
-
-class FailureDomain(m._Body):
-    brokers: list[str] = Field(default_factory=list, max_length=10_000)
-
-
-class AutoFailoverPolicy(m._Body):
-    policy_type: str = "min_available"
-    parameters: dict[str, str] = Field(default_factory=dict)
-
-
-class NamespaceIsolationData(m._Body):
-    namespaces: list[str] = Field(default_factory=list, max_length=10_000)
-    primary: list[str] = Field(default_factory=list, max_length=10_000)
-    secondary: list[str] = Field(default_factory=list, max_length=10_000)
-    auto_failover_policy: AutoFailoverPolicy | None = None
 
 
 class NotFoundError(errors.BrokerError):

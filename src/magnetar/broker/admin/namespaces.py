@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from magnetar.broker import errors
-from magnetar.broker.admin import models as m
 from magnetar.broker.admin.policies import BY_NS_SUFFIX, PolicySpec, parse_value
 from magnetar.broker.admin.tenancy import check_name, config_flag
 from magnetar.broker.loadbalance.config import SPLIT_ALGORITHMS as LB_SPLIT_ALGORITHMS
@@ -37,6 +36,7 @@ from magnetar.broker.ownership.bundles import (
 from magnetar.broker.resources import default_policies
 from magnetar.broker.resources.namespaces import bundle_boundaries
 from magnetar.broker.service.api import BrokerServiceView
+from magnetar.common import rest_models as m
 
 ChangeListener = Callable[[str], Awaitable[None]]
 MB = 1024 * 1024

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from magnetar.broker import errors
-from magnetar.broker.admin import models as m
+from magnetar.common import rest_models as m
 from magnetar.common.admin_policies import POLICIES
 
 INT = "int"  # non-negative int32

@@ -15,8 +15,8 @@ import re
 from typing import Any
 
 from magnetar.broker import errors
-from magnetar.broker.admin import models as m
 from magnetar.broker.service.api import BrokerServiceView
+from magnetar.common import rest_models as m
 
 NAME_RE = re.compile(r"^[-=:.\w]+$")
 NAME_LEN_MAX = 255
@@ -51,7 +51,7 @@ class TenancyAdmin:
         if doc is None:
             raise errors.ClusterNotFoundError("Cluster does not exist")
         return m.dump(m.ClusterData.model_validate(doc)) | {
-            k: v for k, v in doc.items() if k not in m.ClusterData.model_fields
+            k: v for k, v in doc.items() if k not in m.wire_names(m.ClusterData)
         }
 
     async def create_cluster(self, cluster: str, data: m.ClusterData) -> None:
@@ -115,15 +115,15 @@ class TenancyAdmin:
 
     async def create_tenant(self, tenant: str, info: m.TenantInfo) -> None:
         check_name("Tenant", tenant)
-        await self._check_clusters(info.allowedClusters)
+        await self._check_clusters(info.allowed_clusters)
         await self._res.tenants.create(tenant, _tenant_doc(info))
 
     async def update_tenant(self, tenant: str, info: m.TenantInfo) -> None:
         old = await self._res.tenants.get(tenant)
         if old is None:
             raise errors.TenantNotFoundError("Tenant does not exist")
-        await self._check_clusters(info.allowedClusters)
-        removed = set(old.get("allowedClusters", [])) - set(info.allowedClusters)
+        await self._check_clusters(info.allowed_clusters)
+        removed = set(old.get("allowedClusters", [])) - set(info.allowed_clusters)
         if removed:
             for ns in await self._res.namespaces.list(tenant):
                 pol = await self._res.namespaces.get(ns) or {}
@@ -144,7 +144,7 @@ class TenancyAdmin:
 
 
 def _tenant_doc(info: m.TenantInfo) -> dict:
-    return {"adminRoles": sorted(set(info.adminRoles)), "allowedClusters": sorted(set(info.allowedClusters))}
+    return {"adminRoles": sorted(set(info.admin_roles)), "allowedClusters": sorted(set(info.allowed_clusters))}
 
 
 def _compact(doc: dict) -> dict:

@@ -33,13 +33,13 @@ from typing import Any
 from urllib.parse import quote
 
 from magnetar.broker import errors
-from magnetar.broker.admin import models as m
 from magnetar.broker.admin.partition_fanout import PartitionFanOut, for_each_topic_of
 from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
 from magnetar.broker.service.rates import expire_counted
 from magnetar.broker.service.stats import merge_topic_stats, topic_stats_dict
 from magnetar.broker.service.topic import PersistentTopic
+from magnetar.common import rest_models as m
 from magnetar.managed_ledger.api import InitialPosition, ManagedLedgerError, Position
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.payload import parse_headers_and_payload, peek_metadata
@@ -268,15 +268,15 @@ class TopicOps:
             raise errors.AlreadyExistsError("Subscription already exists for topic")
 
         async def create(t: Any) -> None:
-            earliest = start is not None and start.ledgerId == -1 and start.entryId == -1
+            earliest = start is not None and start.ledger_id == -1 and start.entry_id == -1
             cursor = await t.ml.open_cursor(
                 sub, InitialPosition.EARLIEST if earliest else InitialPosition.LATEST
             )
-            if start is not None and not earliest and start.ledgerId not in (-1, LATEST):
-                pos = Position(start.ledgerId, start.entryId)
-                await cursor.reset_cursor(pos.next() if start.isExcluded else pos)
+            if start is not None and not earliest and start.ledger_id not in (-1, LATEST):
+                pos = Position(start.ledger_id, start.entry_id)
+                await cursor.reset_cursor(pos.next() if start.is_excluded else pos)
 
-        body = start.model_dump() if start is not None else None
+        body = m.dump(start) if start is not None else None
         await self._each(topic, create, "PUT", f"/subscription/{_q(sub)}", body=body)
 
     async def delete_subscription(self, topic: str, sub: str, force: bool = False) -> None:
@@ -348,9 +348,9 @@ class TopicOps:
     async def expire_to_position(self, topic: str, sub: str, pos: m.ResetCursorData) -> None:
         (t,) = await self._topics(topic, allow_partitioned=False)
         cursor = self._cursor(t, sub)
-        target = Position(pos.ledgerId, pos.entryId)
-        if pos.isExcluded:
-            target = Position(pos.ledgerId, pos.entryId - 1)
+        target = Position(pos.ledger_id, pos.entry_id)
+        if pos.is_excluded:
+            target = Position(pos.ledger_id, pos.entry_id - 1)
         if target.entry_id >= 0 and cursor.mark_delete_position < target:
             await cursor.mark_delete(target)
         self._after_move(t, sub)
@@ -366,13 +366,13 @@ class TopicOps:
     async def reset_by_position(self, topic: str, sub: str, data: m.ResetCursorData) -> None:
         (t,) = await self._topics(topic, allow_partitioned=False)
         self._cursor(t, sub)
-        if data.ledgerId == -1 and data.entryId == -1:
+        if data.ledger_id == -1 and data.entry_id == -1:
             pos = Position.EARLIEST
             first = await t.ml.read_entries_from(Position(0, 0), 1)
             pos = first[0].position if first else t.ml.last_confirmed_entry.next()
         else:
-            pos = Position(data.ledgerId, data.entryId)
-            if data.isExcluded:
+            pos = Position(data.ledger_id, data.entry_id)
+            if data.is_excluded:
                 pos = pos.next()
         await self._move(t, sub, pos)
 

@@ -131,7 +131,7 @@ class TopicPolicyAdmin:
         return dict(value)
 
     async def set_backlog_quota(self, topic: str, qtype: str, raw: Any) -> None:
-        from magnetar.broker.admin import models as m
+        from magnetar.common import rest_models as m
 
         t = parse_value(m.BacklogQuotaType, qtype or "destination_storage")
         value = parse_value(m.BacklogQuota, raw)
@@ -139,7 +139,7 @@ class TopicPolicyAdmin:
         await self._write(ref, lambda d: d.setdefault("backLogQuotaMap", {}).__setitem__(t, value))
 
     async def remove_backlog_quota(self, topic: str, qtype: str) -> None:
-        from magnetar.broker.admin import models as m
+        from magnetar.common import rest_models as m
 
         t = parse_value(m.BacklogQuotaType, qtype or "destination_storage")
         ref = await self._require_topic(topic)

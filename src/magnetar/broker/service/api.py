@@ -160,6 +160,8 @@ class LoadedTopics(Protocol):
 
     def loaded(self) -> list[Any]: ...  # Topic
 
+    def get_loaded(self, name: str) -> Any: ...  # Topic, or None when not loaded here
+
     async def exists(self, ref: TopicRef) -> bool: ...
 
     async def get_topic(self, ref: TopicRef, create: bool, explicit: bool = False) -> Any: ...  # Topic
@@ -199,3 +201,84 @@ class BrokerServiceView(Protocol):
     async def delete_topic(self, topic: str, force: bool = False) -> None: ...
 
     async def delete_partitioned_topic(self, topic: str, force: bool = False) -> None: ...
+
+
+@runtime_checkable
+class WebBrokerView(Protocol):
+    """What the web layer's routes, HTTP lookup and WebSocket sessions may use of the broker service.
+
+    The admin routes go through ``broker.admin`` (``AdminService``, which sees
+    ``BrokerServiceView``); this is the rest: lookup and ownership, topic
+    lifecycle answered by the service itself, the schema registry, the
+    security services, and the optional services a route serves.
+    """
+
+    config: Any  # BrokerConfig
+    clock: Clock
+    resources: Any  # BrokerResources
+    schemas: Any  # SchemaRegistry
+    namespace_service: Any  # broker.ownership.api.NamespaceService
+    transactions: Any  # TransactionService, or None when transactions are off
+    compaction: Any  # BrokerCompaction
+    authentication: Any  # AuthenticationService
+    authorization: Any  # AuthorizationService
+    interceptor: Any  # InterceptorChain, or None
+
+    async def lookup(self, topic: str, authoritative: bool = False) -> dict: ...
+
+    async def lookup_topic(self, topic: str, authoritative: bool = False) -> Any: ...  # LookupResult
+
+    async def partitions_of(self, ref: TopicRef) -> int | None: ...
+
+    async def get_partitioned_metadata(self, topic: str, check_allow_auto_creation: bool = False) -> int: ...
+
+    async def create_partitioned_topic(
+        self, topic: str, num_partitions: int, properties: dict | None = None
+    ) -> None: ...
+
+    async def update_partitioned_topic(self, topic: str, num_partitions: int) -> None: ...
+
+    async def create_non_partitioned_topic(self, topic: str) -> None: ...
+
+    async def list_topics(self, namespace: str, mode: str = "PERSISTENT") -> list[str]: ...
+
+    async def list_partitioned_topics(self, namespace: str) -> list[str]: ...
+
+    async def delete_topic(self, topic: str, force: bool = False) -> None: ...
+
+    async def delete_partitioned_topic(self, topic: str, force: bool = False) -> None: ...
+
+
+@runtime_checkable
+class MetricsSource(Protocol):
+    """What the ``/metrics`` collectors read of the broker service (read-only, per scrape)."""
+
+    config: Any  # BrokerConfig
+    clock: Clock
+    topics: LoadedTopics
+    ml_factory: Any  # ManagedLedgerFactory: cache and ledger counters
+    counters: Any  # collections.Counter[str] of broker-wide events
+    connections: Any  # the open connections (a sized collection)
+    authentication: Any  # AuthenticationService: outcomes by provider
+    namespace_service: Any  # NamespaceService: bundles, load manager
+    transactions: Any  # TransactionService, or None
+    supervisor: Any  # TaskSupervisor: owns the event-loop lag sampler (metrics_process)
+
+    def statistics(self) -> dict[str, int]: ...
+
+    def web_service_url(self) -> str: ...
+
+
+@runtime_checkable
+class TransactionHost(Protocol):
+    """What the transaction service (``broker.transaction``) may use of the broker service."""
+
+    clock: Clock
+    resources: Any  # BrokerResources: the coordinator-assign partitioned topic
+    metadata_store: Any  # MetadataStore: transaction-buffer snapshots
+    ml_factory: Any  # ManagedLedgerFactory: coordinator logs, pending-ack logs
+    supervisor: Any  # TaskSupervisor: the coordinators' tasks
+    topics: LoadedTopics
+    namespace_service: Any  # NamespaceService: who owns a coordinator's partition
+
+    def broker_service_url(self, listener: str | None = None) -> str: ...

@@ -81,7 +81,7 @@ class NonPersistentSubscription:
         if self._consumers:
             if consumer.sub_type != self.sub_type:
                 raise errors.ConsumerBusyError("Subscription is of different type")
-            if consumer.sub_type == 0:
+            if consumer.sub_type == SubType.Exclusive:
                 raise errors.ConsumerBusyError("Exclusive consumer is already connected")
         else:
             self.sub_type = consumer.sub_type

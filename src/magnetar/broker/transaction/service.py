@@ -38,7 +38,7 @@ from magnetar.broker.transaction.model import TxnID
 from magnetar.broker.transaction.remote import RemoteParticipants
 
 if TYPE_CHECKING:
-    from magnetar.broker.service.broker_service import BrokerService
+    from magnetar.broker.service.api import TransactionHost
     from magnetar.broker.service.names import TopicRef
     from magnetar.broker.service.subscription import Subscription
     from magnetar.broker.service.topic import PersistentTopic
@@ -57,7 +57,7 @@ def partition_ref(tc_id: int) -> TopicRef:
 
 
 class TransactionService:
-    def __init__(self, service: BrokerService, config: TransactionConfig) -> None:
+    def __init__(self, service: TransactionHost, config: TransactionConfig) -> None:
         self.svc = service
         self.config = config
         self._coordinators: dict[int, asyncio.Future[TransactionCoordinator]] = {}

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from fastapi import APIRouter, WebSocket
 
+from magnetar.web.deps import broker
 from magnetar.web.websocket.consumer import ConsumerSession, MultiTopicConsumerSession, ReaderSession
 from magnetar.web.websocket.producer import ProducerSession
 from magnetar.web.websocket.session import BadParameter, QueryParams, Session, deny, run_session
@@ -24,7 +25,7 @@ DOMAINS = ("persistent", "non-persistent")
 
 
 def _enabled(ws: WebSocket) -> bool:
-    config = getattr(ws.app.state.broker_service, "config", None)
+    config = getattr(broker(ws), "config", None)
     props = config.as_properties() if config is not None and hasattr(config, "as_properties") else {}
     return str(props.get("webSocketServiceEnabled", "true")).strip().lower() != "false"
 
@@ -50,7 +51,7 @@ async def _serve(
 
 @router.websocket("/ws/v2/producer/{domain}/{tenant}/{namespace}/{topic}")
 async def ws_producer(ws: WebSocket, domain: str, tenant: str, namespace: str, topic: str) -> None:
-    svc = ws.app.state.broker_service
+    svc = broker(ws)
     await _serve(ws, domain, lambda t, p: ProducerSession(ws, svc, t, p), tenant, namespace, topic)
 
 
@@ -58,7 +59,7 @@ async def ws_producer(ws: WebSocket, domain: str, tenant: str, namespace: str, t
 async def ws_consumer(
     ws: WebSocket, domain: str, tenant: str, namespace: str, topic: str, subscription: str
 ) -> None:
-    svc = ws.app.state.broker_service
+    svc = broker(ws)
     await _serve(
         ws, domain, lambda t, p: ConsumerSession(ws, svc, t, p, subscription), tenant, namespace, topic
     )
@@ -66,7 +67,7 @@ async def ws_consumer(
 
 @router.websocket("/ws/v2/reader/{domain}/{tenant}/{namespace}/{topic}")
 async def ws_reader(ws: WebSocket, domain: str, tenant: str, namespace: str, topic: str) -> None:
-    svc = ws.app.state.broker_service
+    svc = broker(ws)
     await _serve(ws, domain, lambda t, p: ReaderSession(ws, svc, t, p), tenant, namespace, topic)
 
 
@@ -75,7 +76,7 @@ async def ws_multi_consumer(ws: WebSocket, subscription: str) -> None:
     if not _enabled(ws):
         await deny(ws, 404, "The WebSocket service is not enabled on this broker")
         return
-    svc = ws.app.state.broker_service
+    svc = broker(ws)
     role = (ws.scope.get("state") or {}).get("auth_role")
     try:
         session = MultiTopicConsumerSession(ws, svc, QueryParams(dict(ws.query_params)), subscription, role)

@@ -32,12 +32,14 @@ from typing import Any
 
 from fastapi import WebSocket
 
+from magnetar.broker.service.api import WebBrokerView
+from magnetar.protocol.enums import SubType
 from magnetar.web.websocket import codec
 from magnetar.web.websocket.broker_link import BrokerLink
 from magnetar.web.websocket.session import BadParameter, QueryParams, Session
 
 MAX_RECEIVER_QUEUE = 1000
-SUB_TYPES = {"Exclusive": 0, "Shared": 1, "Failover": 2, "Key_Shared": 3}
+SUB_TYPES = {t.name: t for t in SubType}  # the query string names Pulsar's types
 _reader_ids = itertools.count()
 
 
@@ -53,7 +55,7 @@ class ConsumerSession(Session):
     reader = False
 
     def __init__(
-        self, ws: WebSocket, service: Any, topic: str, params: QueryParams, subscription: str
+        self, ws: WebSocket, service: WebBrokerView, topic: str, params: QueryParams, subscription: str
     ) -> None:
         super().__init__(ws, service, topic, params)
         self.subscription = subscription
@@ -246,14 +248,14 @@ class ConsumerSession(Session):
 class ReaderSession(ConsumerSession):
     reader = True
 
-    def __init__(self, ws: WebSocket, service: Any, topic: str, params: QueryParams) -> None:
+    def __init__(self, ws: WebSocket, service: WebBrokerView, topic: str, params: QueryParams) -> None:
         raw = dict(params.raw)
         raw.pop("subscriptionType", None)
         raw.pop("subscriptionMode", None)
         super().__init__(ws, service, topic, QueryParams(raw), f"reader-{next(_reader_ids):x}")
         self.consumer_name = params.text("readerName", "") or ""
         self.durable = False
-        self.sub_type = 0
+        self.sub_type = SubType.Exclusive
         start = params.text("messageId", "latest") or "latest"
         if start in ("earliest", "latest"):
             self._start = start
@@ -298,7 +300,9 @@ class MultiTopicConsumerSession(ConsumerSession):
     over several topics (short names mean ``persistent://public/default/...``).  The route is
     open to any authenticated role, so consume permission is checked here, per topic."""
 
-    def __init__(self, ws: WebSocket, service: Any, params: QueryParams, subscription: str, role: str | None):
+    def __init__(
+        self, ws: WebSocket, service: WebBrokerView, params: QueryParams, subscription: str, role: str | None
+    ):
         topics = [t.strip() for t in (params.text("topics") or "").split(",") if t.strip()]
         pattern = params.text("topicsPattern")
         if bool(topics) == bool(pattern):

@@ -46,6 +46,7 @@ from typing import Any
 from fastapi import WebSocket
 
 from magnetar.broker import errors
+from magnetar.broker.service.api import WebBrokerView
 from magnetar.common.key_hash import java_string_hash, murmur3_hash
 from magnetar.protocol.enums import CompressionType
 from magnetar.protocol.message_id import MessageId
@@ -84,7 +85,7 @@ class _Batch:
 
 
 class ProducerSession(Session):
-    def __init__(self, ws: WebSocket, service: Any, topic: str, params: QueryParams) -> None:
+    def __init__(self, ws: WebSocket, service: WebBrokerView, topic: str, params: QueryParams) -> None:
         super().__init__(ws, service, topic, params)
         self.name = params.text("producerName")
         self.send_timeout_ms = params.integer("sendTimeoutMillis", 30_000)

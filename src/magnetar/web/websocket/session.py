@@ -32,6 +32,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from magnetar.broker import errors
 from magnetar.broker.auth import AuthenticationError, AuthorizationError
+from magnetar.broker.service.api import WebBrokerView
 from magnetar.web.websocket.broker_link import BrokerLink
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ class QueryParams:
 class Session:
     """Base of the producer/consumer/reader sessions (also the link's listener)."""
 
-    def __init__(self, ws: WebSocket, service: Any, topic: str, params: QueryParams) -> None:
+    def __init__(self, ws: WebSocket, service: WebBrokerView, topic: str, params: QueryParams) -> None:
         self.ws = ws
         self.service = service
         self.clock = service.clock
