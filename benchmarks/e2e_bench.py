@@ -5,12 +5,22 @@ driving a broker in another process over loopback, as a user would see it:
 
 * publish throughput, 1 KB messages, batched (``send_async`` + flush) and
   unbatched (``send_async``, one entry per message);
-* consume throughput from a backlog (the batched run's messages, read by a
-  subscription that existed before they were published);
-* end-to-end latency at a paced 5,000 msg/s (the send time travels in the
-  payload; the consumer in the same process subtracts it on receipt):
-  p50 / p99 / p99.9;
-* startup-to-ready seconds (spawn to the ready line), idle RSS and idle CPU.
+* consume throughput from a backlog, batched and unbatched (each publish
+  run's messages, read by a subscription that existed before they were
+  published);
+* end-to-end latency at a paced 5,000 msg/s, batched and unbatched (the send
+  time travels in the payload; the consumer in the same process subtracts it
+  on receipt): p50 / p99 / p99.9;
+* several producers: ``--producers N`` unbatched producers, one topic each,
+  one thread each, at once (total msg/s, and its ratio to one producer: the
+  issue's "use the second core" row);
+* startup-to-ready seconds (spawn to the ready line), idle RSS and idle CPU;
+* the broker's CPU per message (microseconds of the broker process, all
+  threads, per message published + consumed): steadier than msg/s on a shared
+  machine;
+* with ``--bookie``: the bookie alone (benchmarks/bookie_bench.py's cases):
+  a lone writer with fsync (one add outstanding) next to the raw fdatasync
+  latency of the same disk, and 64 outstanding adds.
 
 ``--journal-sync-data`` chooses the embedded bookie's ``journalSyncData``:
 ``false`` (the standalone's default, as Pulsar's: an add is acknowledged once
@@ -22,7 +32,7 @@ once, nothing stored): the ratio real/null says how much of the client's
 ceiling on this machine the real broker reaches.  Figures, never pass/fail.
 
     .venv/bin/python benchmarks/e2e_bench.py [--messages 50000] [--latency-seconds 5] [--skip-null]
-        [--journal-sync-data false|true|both]
+        [--journal-sync-data false|true|both] [--producers 4] [--bookie] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -58,6 +68,7 @@ def _client(url: str) -> pulsar.Client:
 
 
 def publish(client: pulsar.Client, topic: str, n: int, batching: bool) -> float:
+    """Messages per second for ``n`` messages from one producer, until the last is acknowledged."""
     producer = client.create_producer(
         topic,
         batching_enabled=batching,
@@ -94,13 +105,41 @@ def consume_backlog(consumer, n: int) -> float:
     return got / elapsed
 
 
-def latency(client: pulsar.Client, topic: str, seconds: float) -> dict[str, float]:
+def publish_many(client: pulsar.Client, topics: list[str], n_each: int) -> float:
+    """Total msg/s of one unbatched producer per topic, each in its own thread, all at once."""
+    producers = [
+        client.create_producer(t, batching_enabled=False, max_pending_messages=1000, block_if_queue_full=True)
+        for t in topics
+    ]
+    payload = b"x" * SIZE_BYTES
+    start = threading.Barrier(len(producers) + 1)
+
+    def run(producer) -> None:
+        start.wait()
+        for _ in range(n_each):
+            producer.send_async(payload, None)
+        producer.flush()
+
+    threads = [threading.Thread(target=run, args=(p,)) for p in producers]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    for p in producers:
+        p.close()
+    return n_each * len(producers) / elapsed
+
+
+def latency(client: pulsar.Client, topic: str, seconds: float, batching: bool = True) -> dict[str, float]:
     consumer = client.subscribe(topic, "lat", receiver_queue_size=1000)
     # A broker stall must show up as latency, not as sends the client drops because its queue
     # is full (send_async fails at once then): a deep queue that blocks when full.
     producer = client.create_producer(
         topic,
-        batching_enabled=True,
+        batching_enabled=batching,
         batching_max_publish_delay_ms=1,
         max_pending_messages=10_000,
         block_if_queue_full=True,
@@ -148,21 +187,48 @@ def latency(client: pulsar.Client, topic: str, seconds: float) -> dict[str, floa
     return {"p50": pct(50), "p99": pct(99), "p99.9": pct(99.9), "received": len(s), "expected": total}
 
 
-def run_suite(url: str, messages: int, latency_seconds: float) -> dict[str, object]:
+def run_suite(
+    url: str, messages: int, latency_seconds: float, producers: int, pid: int | None = None
+) -> dict[str, object]:
+    """One run of every client-side row; ``pid``: the broker process, for its CPU per message."""
     client = _client(url)
-    tag = f"{os.getpid()}-{int(time.time())}"
-    backlog_topic = f"persistent://public/default/bench-batched-{tag}"
-    backlog = client.subscribe(backlog_topic, "backlog", receiver_queue_size=1000)
+    tag = f"{os.getpid()}-{int(time.time() * 1000)}"
+    proc = psutil.Process(pid) if pid is not None else None
+    cpu0 = _cpu(proc)
     out: dict[str, object] = {}
-    out["publish_batched_msg_s"] = publish(client, backlog_topic, messages, batching=True)
-    out["publish_unbatched_msg_s"] = publish(
-        client, f"persistent://public/default/bench-unbatched-{tag}", max(1000, messages // 5), batching=False
+    batched_topic = f"persistent://public/default/bench-batched-{tag}"
+    unbatched_topic = f"persistent://public/default/bench-unbatched-{tag}"
+    unbatched_n = max(1000, messages // 5)
+    backlog_b = client.subscribe(batched_topic, "backlog", receiver_queue_size=1000)
+    backlog_u = client.subscribe(unbatched_topic, "backlog", receiver_queue_size=1000)
+    out["publish_batched_msg_s"] = publish(client, batched_topic, messages, batching=True)
+    out["publish_unbatched_msg_s"] = publish(client, unbatched_topic, unbatched_n, batching=False)
+    out["consume_backlog_batched_msg_s"] = consume_backlog(backlog_b, messages)
+    out["consume_backlog_unbatched_msg_s"] = consume_backlog(backlog_u, unbatched_n)
+    backlog_b.close()
+    backlog_u.close()
+    handled = 2 * messages + 2 * unbatched_n
+    if producers > 1:
+        topics = [f"persistent://public/default/bench-multi-{tag}-{i}" for i in range(producers)]
+        out["publish_unbatched_multi_msg_s"] = publish_many(client, topics, unbatched_n)
+        handled += producers * unbatched_n
+    cpu1 = _cpu(proc)
+    out["broker_cpu_us_per_msg"] = (cpu1 - cpu0) / handled * 1e6 if proc is not None else float("nan")
+    out["latency_batched_ms"] = latency(
+        client, f"persistent://public/default/bench-latency-b-{tag}", latency_seconds, batching=True
     )
-    out["consume_backlog_msg_s"] = consume_backlog(backlog, messages)
-    backlog.close()
-    out["latency_ms"] = latency(client, f"persistent://public/default/bench-latency-{tag}", latency_seconds)
+    out["latency_unbatched_ms"] = latency(
+        client, f"persistent://public/default/bench-latency-u-{tag}", latency_seconds, batching=False
+    )
     client.close()
     return out
+
+
+def _cpu(proc: psutil.Process | None) -> float:
+    if proc is None:
+        return 0.0
+    t = proc.cpu_times()
+    return t.user + t.system
 
 
 def start_null_broker() -> tuple[subprocess.Popen[bytes], str]:
@@ -177,15 +243,78 @@ def start_null_broker() -> tuple[subprocess.Popen[bytes], str]:
     return proc, m.group(1)
 
 
-def fmt(results: dict[str, object]) -> list[str]:
-    lat = results["latency_ms"]
-    assert isinstance(lat, dict)
-    return [
-        f"{results['publish_batched_msg_s']:>12,.0f}",
-        f"{results['publish_unbatched_msg_s']:>12,.0f}",
-        f"{results['consume_backlog_msg_s']:>12,.0f}",
-        f"{lat['p50']:>8.2f} / {lat['p99']:>7.2f} / {lat['p99.9']:>7.2f}  ({lat['received']:.0f}/{lat['expected']:.0f})",
-    ]
+THROUGHPUT_ROWS = [
+    ("publish_batched_msg_s", "publish batched msg/s"),
+    ("publish_unbatched_msg_s", "publish unbatched msg/s (1 producer)"),
+    ("publish_unbatched_multi_msg_s", "publish unbatched msg/s (N producers, N topics)"),
+    ("consume_backlog_batched_msg_s", "consume backlog batched msg/s"),
+    ("consume_backlog_unbatched_msg_s", "consume backlog unbatched msg/s"),
+]
+LATENCY_ROWS = [
+    ("latency_batched_ms", "e2e latency batched @5k/s ms p50/p99/p99.9"),
+    ("latency_unbatched_ms", "e2e latency unbatched @5k/s ms p50/p99/p99.9"),
+]
+
+
+def print_table(columns: dict[str, dict[str, object]], null: dict[str, object] | None) -> None:
+    """One row per figure, one column per broker, then each broker's ratio to the null broker."""
+    cols = dict(columns)
+    if null is not None:
+        cols["null broker"] = null
+    ratio_cols = [n for n in columns if null is not None]
+    width = 48
+    print(
+        f"{'':{width}}"
+        + "".join(f"{n:>24}" for n in cols)
+        + "".join(f"{n + '/null':>16}" for n in ratio_cols)
+    )
+    for key, label in THROUGHPUT_ROWS:
+        if not any(key in r for r in cols.values()):
+            continue
+        vals = "".join(f"{float(r.get(key, float('nan'))):>24,.0f}" for r in cols.values())  # type: ignore[arg-type]
+        ratios = "".join(
+            f"{float(columns[n].get(key, float('nan'))) / float(null.get(key, float('nan'))):>16.0%}"  # type: ignore[union-attr,arg-type]
+            for n in ratio_cols
+        )
+        print(f"{label:{width}}" + vals + ratios)
+    for key, label in LATENCY_ROWS:
+        cells = []
+        for r in cols.values():
+            lat = r[key]
+            assert isinstance(lat, dict)
+            cells.append(f"{lat['p50']:.2f}/{lat['p99']:.2f}/{lat['p99.9']:.2f}")
+        print(f"{label:{width}}" + "".join(f"{c:>24}" for c in cells))
+    for key, label in (("broker_cpu_us_per_msg", "broker CPU us per message (pub+consume)"),):
+        print(f"{label:{width}}" + "".join(f"{float(r[key]):>24.1f}" for r in cols.values()))  # type: ignore[arg-type]
+    for name, r in cols.items():
+        multi = r.get("publish_unbatched_multi_msg_s")
+        if multi is not None:
+            one = float(r["publish_unbatched_msg_s"])  # type: ignore[arg-type]
+            print(f"{name}: N producers on N topics / one producer = {float(multi) / one:.2f}x")  # type: ignore[arg-type]
+
+
+def bookie_rows(seconds: float) -> list[str]:
+    """The bookie alone (in this process, uvloop): the lone writer and 64 outstanding, fsync on,
+    next to the disk's raw fdatasync latency (benchmarks/bookie_bench.py)."""
+    import uvloop
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import bookie_bench
+
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="magnetar-bookie-bench-") as base:
+        rate, p50 = bookie_bench.raw_fsync_rate(base, seconds, prealloc=True)
+        lines.append(f"raw fdatasync (100 B into preallocated space): {rate:,.0f}/s, p50 {p50:.3f} ms")
+        for conc in (1, 64):
+            r = uvloop.run(
+                bookie_bench.run_case(os.path.join(base, "data"), SIZE_BYTES, True, False, seconds, conc)
+            )
+            who = "lone writer (1 outstanding)" if conc == 1 else f"{conc} outstanding"
+            lines.append(
+                f"bookie adds, fsync on, {SIZE_BYTES} B, {who}: {r['adds_s']:,.0f}/s, p50 {r['p50_ms']:.3f} ms, "
+                f"p99 {r['p99_ms']:.3f} ms, {r['adds_per_group']:.1f} adds/fsync, {r['cpu_us']:.0f} us CPU/add"
+            )
+    return lines
 
 
 def median_of(runs: list[dict[str, object]]) -> dict[str, object]:
@@ -215,7 +344,10 @@ def run_standalone(args: argparse.Namespace, sync: bool) -> tuple[dict[str, obje
             c1 = ps.cpu_times()
             idle_cpu_pct = ((c1.user - c0.user) + (c1.system - c0.system)) / IDLE_CPU_WINDOW_S * 100
             real = median_of(
-                [run_suite(sa.broker_url, args.messages, args.latency_seconds) for _ in range(args.repeat)]
+                [
+                    run_suite(sa.broker_url, args.messages, args.latency_seconds, args.producers, sa.pid)
+                    for _ in range(args.repeat)
+                ]
             )
             busy_rss_mb = psutil.Process(sa.pid).memory_info().rss / (1024 * 1024)
         finally:
@@ -246,6 +378,15 @@ def main(argv: list[str] | None = None) -> int:
         help="the standalone bookie's journalSyncData (default false, the standalone's default)",
     )
     p.add_argument("--config", default=None, help="standalone config file (e.g. with brokerInterceptors)")
+    p.add_argument(
+        "--producers",
+        type=int,
+        default=4,
+        help="producers (one topic each) for the multi-producer row; 1: skip",
+    )
+    p.add_argument(
+        "--bookie", action="store_true", help="also the bookie alone: lone writer and 64 outstanding"
+    )
     args = p.parse_args(argv)
 
     reals: dict[str, dict[str, object]] = {}
@@ -261,7 +402,10 @@ def main(argv: list[str] | None = None) -> int:
         proc, url = start_null_broker()
         try:
             null = median_of(
-                [run_suite(url, args.messages, args.latency_seconds) for _ in range(args.repeat)]
+                [
+                    run_suite(url, args.messages, args.latency_seconds, args.producers, proc.pid)
+                    for _ in range(args.repeat)
+                ]
             )
         finally:
             proc.terminate()
@@ -273,24 +417,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in startup_lines:
         print(line)
-    header = [
-        "publish batched msg/s",
-        "publish unbatched msg/s",
-        "consume backlog msg/s",
-        "e2e latency ms p50/p99/p99.9 @5k/s",
-    ]
-    print(f"{'':14}" + " | ".join(f"{h:>12}" for h in header))
-    for name, result in reals.items():
-        print(f"{'magnetar ' + name:14}" + " | ".join(fmt(result)))
-    if null is not None:
-        print(f"{'null broker':14}" + " | ".join(fmt(null)))
-    for name, result in reals.items() if null is not None else ():
-        assert null is not None
-        ratios = [
-            result[k] / null[k]  # type: ignore[operator]
-            for k in ("publish_batched_msg_s", "publish_unbatched_msg_s", "consume_backlog_msg_s")
-        ]
-        print(f"{name + '/null':14}" + " | ".join(f"{r:>12.0%}" for r in ratios))
+    print_table(reals, null)
+    if args.bookie:
+        for line in bookie_rows(2.0):
+            print(line)
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 
