@@ -10,10 +10,13 @@ from magnetar.broker.resources.namespaces import bundle_boundaries, default_poli
 from magnetar.metadata.memory import MemoryMetadataServer
 
 
-@pytest.fixture
-async def res():
+@pytest.fixture(params=[False, True], ids=["store", "cached"])
+async def res(request):
+    """Every test runs on the store directly and through the broker's namespace cache."""
     store = MemoryMetadataServer().session()
-    yield BrokerResources(store)
+    r = BrokerResources(store, cached=request.param)
+    yield r
+    await r.aclose()
     await store.aclose()
 
 

@@ -164,8 +164,11 @@ class ReplicationService:
     # ------------------------------------------------------------ policy
     async def configured_clusters(self, topic: PersistentTopic, *, cached: bool = False) -> list[str]:
         """The replication clusters set for ``topic`` (topic level, else namespace), local
-        included; empty when none are set (or for system topics).  ``cached``: from the
-        watched policy documents (the periodic check) instead of the store (a topic's load)."""
+        included; empty when none are set (or for system topics).  ``cached``: both documents
+        as the policy documents last saw them (the periodic check); otherwise (a topic's load)
+        the namespace's through the resources, which drop an entry as soon as this broker
+        writes it.  Both caches are watched, so another broker's change arrives within a
+        notification's delay."""
         return await self.configured_clusters_for(topic.ref, cached=cached)
 
     async def configured_clusters_for(self, ref: TopicRef, *, cached: bool = False) -> list[str]:
@@ -179,7 +182,10 @@ class ReplicationService:
                 "replication_clusters"
             )
             return sorted(set(clusters or []))
-        doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(ref)) or {}
+        if self._documents is not None:  # the topic's overrides, cached and watched (most have none)
+            doc = (await self._documents.raw(ref))[0] or {}
+        else:
+            doc = await JsonStore(self._svc.metadata_store).get(topic_policies_path(ref)) or {}
         clusters = doc.get("replicationClusters")
         if not clusters:
             policies = await self._svc.resources.namespaces.get(ref.namespace) or {}

@@ -15,16 +15,27 @@ from magnetar.broker.resources.namespaces import NamespaceResources, default_pol
 from magnetar.broker.resources.partitioned import PartitionedTopicResources
 from magnetar.broker.resources.tenants import TenantResources, tenant_info
 from magnetar.metadata.api import MetadataStore
+from magnetar.metadata.cache import BytesSerde, MetadataCache
+from magnetar.runtime import TaskSupervisor
 
 
 class BrokerResources:
-    def __init__(self, store: MetadataStore) -> None:
+    """``cached``: namespace policies read through a watched cache (a broker's resources;
+    one-shot tools read the store).  ``aclose`` releases the cache."""
+
+    def __init__(
+        self, store: MetadataStore, *, cached: bool = False, supervisor: TaskSupervisor | None = None
+    ) -> None:
         self.store = store
         js = JsonStore(store)
         self.clusters = ClusterResources(js)
         self.tenants = TenantResources(js)
-        self.namespaces = NamespaceResources(js)
+        ns_cache = MetadataCache(store, BytesSerde(), supervisor=supervisor) if cached else None
+        self.namespaces = NamespaceResources(js, ns_cache)
         self.partitioned_topics = PartitionedTopicResources(js)
+
+    async def aclose(self) -> None:
+        await self.namespaces.aclose()
 
 
 from magnetar.broker.resources.init import initialize_cluster  # noqa: E402

@@ -6,10 +6,21 @@ the admin-REST reference 11.3).  ``default_policies`` is what a fresh
 namespace returns.  Bundles are stored inside the policies (``bundles``), split
 evenly over the 32-bit hash range as Pulsar does on creation.  ``update``
 is a CAS loop so concurrent admin calls do not lose each other's changes.
+
+Reads may go through a read-through :class:`~magnetar.metadata.cache.MetadataCache`
+(the broker's resources do; one-shot tools do not): every lookup and every
+topic load asks for its namespace's policies several times (bundles, auto
+creation, dedup, schema, replication), and a metadata-store round trip each
+time made loading 10,000 topics mostly ZooKeeper traffic.  The cache holds the
+stored bytes (absent namespaces too) and each ``get`` decodes a fresh dict, so
+a caller may change what it got.  The store's watch drops an entry when any
+broker changes the namespace; this broker's own writes drop it at once, so it
+reads its own writes.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 
 from magnetar.broker.errors import (
@@ -20,6 +31,7 @@ from magnetar.broker.errors import (
 )
 from magnetar.broker.resources.base import Doc, JsonStore
 from magnetar.metadata.api import NotFound
+from magnetar.metadata.cache import MetadataCache
 
 ROOT = "/admin/policies"
 FULL_RANGE = 0x1_0000_0000
@@ -94,8 +106,9 @@ def split_namespace(namespace: str) -> tuple[str, str]:
 
 
 class NamespaceResources:
-    def __init__(self, js: JsonStore) -> None:
+    def __init__(self, js: JsonStore, cache: MetadataCache[bytes] | None = None) -> None:
         self._js = js
+        self._cache = cache
 
     @staticmethod
     def path(namespace: str) -> str:
@@ -109,13 +122,27 @@ class NamespaceResources:
         return [f"{tenant}/{ns}" for ns in await self._js.children(f"{ROOT}/{tenant}")]
 
     async def get(self, namespace: str) -> Doc | None:
-        return await self._js.get(self.path(namespace))
+        path = self.path(namespace)
+        if self._cache is None:
+            return await self._js.get(path)
+        raw = await self._cache.get(path)
+        if raw is None:
+            return None
+        return json.loads(raw) if raw else {}
 
     async def exists(self, namespace: str) -> bool:
         try:
-            return await self._js.exists(self.path(namespace))
+            path = self.path(namespace)
         except NamespaceNotFoundError:
             return False
+        if self._cache is None:
+            return await self._js.exists(path)
+        return await self._cache.exists(path)
+
+    def _written(self, namespace: str) -> None:
+        """This broker wrote the namespace: its next read goes to the store."""
+        if self._cache is not None:
+            self._cache.invalidate(self.path(namespace))
 
     async def require(self, namespace: str) -> Doc:
         doc = await self.get(namespace)
@@ -127,18 +154,30 @@ class NamespaceResources:
         tenant, _ = split_namespace(namespace)
         if not await self._js.exists(f"{ROOT}/{tenant}"):
             raise TenantNotFoundError("Tenant does not exist")
-        if not await self._js.create(self.path(namespace), policies):
-            raise AlreadyExistsError("Namespace already exists")
+        try:
+            if not await self._js.create(self.path(namespace), policies):
+                raise AlreadyExistsError("Namespace already exists")
+        finally:
+            self._written(namespace)
 
     async def update(self, namespace: str, fn: Callable[[Doc], Doc]) -> Doc:
         try:
             return await self._js.update(self.path(namespace), fn)
         except NotFound:
             raise NamespaceNotFoundError("Namespace does not exist") from None
+        finally:
+            self._written(namespace)
 
     async def delete(self, namespace: str) -> None:
         if not await self.exists(namespace):
             raise NamespaceNotFoundError("Namespace does not exist")
         if await self._js.children(self.path(namespace)):
             raise PreconditionFailedError("Cannot delete non empty namespace")
-        await self._js.delete(self.path(namespace))
+        try:
+            await self._js.delete(self.path(namespace))
+        finally:
+            self._written(namespace)
+
+    async def aclose(self) -> None:
+        if self._cache is not None:
+            await self._cache.aclose()

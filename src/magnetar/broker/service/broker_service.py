@@ -82,7 +82,8 @@ class BrokerService(TopicAdmin):
         self.clock = clock
         self.rng = rng
         self.supervisor = TaskSupervisor("broker")
-        self.resources = BrokerResources(metadata_store)
+        # Namespace policies through a watched cache (lookups and topic loads read them often).
+        self.resources = BrokerResources(metadata_store, cached=hasattr(metadata_store, "add_listener"))
         # The topic-policy and namespace documents, cached and watched: read by the admin
         # layer's policy enforcer and the replication check (None: a store without watches).
         self.policy_documents: PolicyDocuments | None = (
@@ -281,6 +282,7 @@ class BrokerService(TopicAdmin):
         await self.supervisor.aclose()
         if self.policy_documents is not None:
             await self.policy_documents.aclose()
+        await self.resources.aclose()
         try:
             await self.authentication.aclose()
         except Exception:

@@ -84,8 +84,12 @@ async def deduplication_enabled(service: Any, topic: PersistentTopic) -> bool:
     from magnetar.broker.resources.base import JsonStore  # noqa: PLC0415
     from magnetar.broker.service.policies import topic_policies_path  # noqa: PLC0415
 
+    docs = getattr(service, "policy_documents", None)  # cached and watched (None: no watches)
     try:
-        own = await JsonStore(service.metadata_store).get(topic_policies_path(topic.ref)) or {}
+        if docs is not None:
+            own = (await docs.raw(topic.ref))[0] or {}
+        else:
+            own = await JsonStore(service.metadata_store).get(topic_policies_path(topic.ref)) or {}
     except md.MetadataError:
         log.warning("reading the topic policies of %s failed", topic.name, exc_info=True)
         own = {}
