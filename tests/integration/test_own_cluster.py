@@ -155,8 +155,13 @@ def new_namespace(c: Cluster, bundles: int = 8) -> str:
 def test_brokers_register_and_elect_one_leader(cluster):
     ids = sorted(b.broker_id for b in cluster.brokers)
     leaders = set()
-    for b in cluster.brokers:
-        status, listed, _ = http("GET", f"{b.web_url}/admin/v2/brokers/own-cluster")
+    for b in cluster.brokers:  # each sees all three (a registration may still be on its way)
+        deadline = time.monotonic() + 30
+        while True:
+            status, listed, _ = http("GET", f"{b.web_url}/admin/v2/brokers/own-cluster")
+            if (status == 200 and sorted(listed) == ids) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert status == 200 and sorted(listed) == ids
         status, leader, _ = http("GET", f"{b.web_url}/admin/v2/brokers/leaderBroker")
         assert status == 200, leader
