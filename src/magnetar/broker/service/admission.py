@@ -213,7 +213,7 @@ def throttle_publish(topic: BaseTopic, cnx: Connection, n_messages: int, n_bytes
     this connection until the window ends (Pulsar disables auto-read the same way).  The
     topic's resource group, if any, is counted and checked the same way (its window is shared
     by every topic of the group: ``broker.service.resource_groups``)."""
-    group = topic.resource_group
+    group = topic.resource_group  # None: no group
     if group is not None:
         group.throttle_publish(cnx, n_messages, n_bytes, topic.clock.monotonic())
     rate = topic.policies.publish_rate

@@ -141,7 +141,7 @@ class DispatchRateLimiter:
     async def entry_budget(self, budget: int) -> int:
         """How many entries to read this round, at most ``budget``; waits while a window is spent."""
         self._rates = rates_of(self._topic)
-        group = self._topic.resource_group
+        group = getattr(self._topic, "resource_group", None)  # a fake topic has none
         self._group = group if group is not None and not group.dispatch_rate.unlimited else None
         limiting = not (self._rates[0].unlimited and self._rates[1].unlimited) or self._group is not None
         # a topic in a group counts what it sends (the group's usage) even without a group limit
@@ -180,7 +180,7 @@ class DispatchRateLimiter:
         """Count what one round sent under a limit: messages and bytes in every window."""
         if not entries or not self.limited:
             return
-        group = self._topic.resource_group
+        group = getattr(self._topic, "resource_group", None)  # a fake topic has none
         if group is not None:
             group.count_dispatch(messages, size)
         self._sent_entries += entries
