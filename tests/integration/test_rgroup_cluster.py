@@ -163,8 +163,10 @@ def test_each_broker_enforces_its_share_of_the_group(cluster: ClusterProcesses) 
         producers = [
             cl.create_producer(
                 f"persistent://{t}",
-                batching_enabled=False,
-                max_pending_messages=200,
+                batching_enabled=True,  # small batches: thousands of msg/s unthrottled on a busy machine
+                batching_max_messages=10,
+                batching_max_publish_delay_ms=5,
+                max_pending_messages=500,
                 block_if_queue_full=True,
             )
             for cl, t in zip(clients, topics, strict=True)

@@ -185,8 +185,15 @@ def rates(workers: list, seconds: float = MEASURE_S) -> list[float]:
 
 
 def _producer(client, topic: str):  # noqa: ANN001, ANN202
+    """Small batches: a busy 2-core machine still publishes thousands of messages a second
+    unthrottled (the group counts messages, not batches, and carries a batch's overshoot as debt)."""
     return client.create_producer(
-        topic, batching_enabled=False, max_pending_messages=200, block_if_queue_full=True
+        topic,
+        batching_enabled=True,
+        batching_max_messages=10,
+        batching_max_publish_delay_ms=5,
+        max_pending_messages=500,
+        block_if_queue_full=True,
     )
 
 
@@ -213,7 +220,8 @@ def test_group_publish_rate_is_shared_by_its_namespaces(
         print(f"publish, group at 200 msg/s: a={a:.0f} b={b:.0f} (sum {a + b:.0f}) outside={out:.0f} msg/s")
         assert 140 <= a + b <= 250, (a, b)
         assert a > 20 and b > 20, (a, b)  # both namespaces get through, sharing it
-        assert out > 2 * (a + b), (out, a + b)  # the namespace outside the group is not limited
+        # the namespace outside the group is not limited: in the group it would share the 200
+        assert out > 300, (out, a + b)
         since = [_connected_since(http, t) for t in topics[:2]]
         _group(http, "rg-pub", publishRateInMsgs=400)
         time.sleep(1.0)
