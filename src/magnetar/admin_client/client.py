@@ -26,6 +26,7 @@ from magnetar.admin_client.brokers import Bookies, Brokers, BrokerStats
 from magnetar.admin_client.clusters import Clusters
 from magnetar.admin_client.core import AdminConfig, Call, TlsOptions
 from magnetar.admin_client.namespaces import Namespaces
+from magnetar.admin_client.resource_groups import ResourceGroups
 from magnetar.admin_client.schemas import Schemas
 from magnetar.admin_client.tenants import Tenants
 from magnetar.admin_client.topic_policies import TopicPolicies
@@ -69,6 +70,7 @@ class _Families:
         self.bookies = Bookies(run)
         self.schemas = Schemas(run)
         self.transactions = Transactions(run)  # /admin/v3/transactions
+        self.resource_groups = ResourceGroups(run)  # /admin/v2/resourcegroups
 
 
 class PulsarAdmin(_Families):

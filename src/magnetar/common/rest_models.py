@@ -355,6 +355,17 @@ class EntryFilters(RestBody):
     entry_filter_names: str = Field(default="", alias="entryFilterNames")
 
 
+class ResourceGroup(RestBody):
+    """A resource group's quotas (``/admin/v2/resourcegroups/{name}``), per second for the whole
+    cluster.  None: not given (create stores -1, update keeps the stored value); -1 (or 0): no
+    limit; below -1 is refused."""
+
+    publish_rate_in_msgs: int | None = Field(default=None, ge=-1, le=INT32_MAX, alias="publishRateInMsgs")
+    publish_rate_in_bytes: int | None = Field(default=None, ge=-1, le=INT64_MAX, alias="publishRateInBytes")
+    dispatch_rate_in_msgs: int | None = Field(default=None, ge=-1, le=INT32_MAX, alias="dispatchRateInMsgs")
+    dispatch_rate_in_bytes: int | None = Field(default=None, ge=-1, le=INT64_MAX, alias="dispatchRateInBytes")
+
+
 # ------------------------------------------------------------------ message ids and cursors
 
 

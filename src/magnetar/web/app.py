@@ -37,6 +37,7 @@ ADMIN_ROUTER_MODULES = (
     "magnetar.web.namespaces",
     "magnetar.web.schemas",
     "magnetar.web.brokers",
+    "magnetar.web.resource_groups",  # /admin/v2/resourcegroups (broker.admin.resource_groups)
     "magnetar.web.load_balance",  # /admin/v2/broker-stats, brokers/shutdown (broker.loadbalance)
     "magnetar.web.compaction",
     "magnetar.web.offload",

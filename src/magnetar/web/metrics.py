@@ -26,6 +26,7 @@ from magnetar.broker.service.api import MetricsSource
 from magnetar.web.metrics_lb import LoadBalanceCollector
 from magnetar.web.metrics_process import install_process_metrics
 from magnetar.web.metrics_pulsar import PulsarBrokerCollector
+from magnetar.web.metrics_resource_groups import ResourceGroupCollector
 from magnetar.web.metrics_txn import TransactionCollector
 
 router = APIRouter(tags=["metrics"])
@@ -79,6 +80,7 @@ def install_metrics(app: FastAPI, broker_service: Any) -> CollectorRegistry:
     registry.register(PulsarBrokerCollector(broker_service))  # Pulsar's names (metrics_pulsar.py)
     registry.register(TransactionCollector(broker_service))  # pulsar_txn_* (metrics_txn.py)
     registry.register(LoadBalanceCollector(broker_service))  # pulsar_lb_*, pulsar_bundle_* (metrics_lb.py)
+    registry.register(ResourceGroupCollector(broker_service))  # pulsar_resource_group_*
     install_process_metrics(registry, broker_service)
     app.state.metrics_registry = registry
 

@@ -72,6 +72,7 @@ EVERY_FIELD_SET: dict[str, Any] = {
     "AutoSubscriptionCreationOverride": shared.AutoSubscriptionCreationOverride(True),
     "OffloadPolicies": shared.OffloadPolicies("S3", 10, 20, 30),
     "EntryFilters": shared.EntryFilters("f1,f2"),
+    "ResourceGroup": shared.ResourceGroup(200, 4096, 100, 2048),
     "MessageId": shared.MessageId(5, 6, 2, 1),
     "ResetCursorData": shared.ResetCursorData(5, 6, 2, True, 1, {"a": "b"}),
 }

@@ -16,6 +16,7 @@ lives in this package, over a running ``BrokerService``:
 
 * ``schemas.py``        -- schema registry REST operations (effective strategy) and compaction.
 * ``brokers.py``        -- broker list/leader, dynamic configuration, bookies.
+* ``resource_groups.py`` -- resource groups (create/update/delete, 412 on an unknown group).
 
 The admission checks that read the resolved policies on the hot path live in the
 service layer (``broker.service.admission`` over ``broker.service.policies.TopicPolicies``);
@@ -40,10 +41,13 @@ per subscription (messages and bytes), subscribe rate (per client host and
 consumer name), topic max message size and encryption required (per SEND),
 subscription expiration, deduplication snapshot interval, subscription types
 enabled, auto subscription creation, delayed delivery on/off (new
-dispatchers), inactive topic deletion, schema compatibility strategy.  Stored
-only: offload, replication clusters, permissions (read by the auth layer from
-the same document), entry filters, anti-affinity, resource group, failure
-domains and namespace-isolation policies (``isolation.py``).  bookieAffinityGroup
+dispatchers), inactive topic deletion, schema compatibility strategy, resource
+groups (``resource_groups.py``: ``/admin/v2/resourcegroups``; the namespace's
+``resource_group_name`` puts its topics under the group's shared publish and
+dispatch rates, ``broker.service.resource_groups``).  Stored only: offload,
+replication clusters, permissions (read by the auth layer from the same
+document), entry filters, anti-affinity, failure domains and
+namespace-isolation policies (``isolation.py``).  bookieAffinityGroup
 places the namespace's new ledgers on the bookies of its groups (bookie groups set
 through ``bookies/racks-info``; ``magnetar.bookkeeper.isolation``).
 """

@@ -332,6 +332,10 @@ class NamespaceAdmin:
         await self._update(namespace, lambda d: d.__setitem__("properties", {}))
 
     async def set_resource_group(self, namespace: str, name: str | None) -> None:
+        if name is not None:  # 412 for a group that does not exist (broker.admin.resource_groups)
+            from magnetar.broker.admin.resource_groups import ResourceGroupAdmin
+
+            await ResourceGroupAdmin(self._svc).require(name)
         await self._update(namespace, lambda d: d.__setitem__("resource_group_name", name))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from magnetar.broker.admin.brokers import BrokerAdmin
 from magnetar.broker.admin.isolation import IsolationAdmin
 from magnetar.broker.admin.namespaces import NamespaceAdmin
+from magnetar.broker.admin.resource_groups import ResourceGroupAdmin
 from magnetar.broker.admin.schemas import SchemaAdmin
 from magnetar.broker.admin.tenancy import TenancyAdmin
 from magnetar.broker.admin.topic_ops import TopicOps
@@ -31,6 +32,7 @@ class AdminService:
         self.isolation = IsolationAdmin(svc)
         self.brokers = BrokerAdmin(svc)
         self.namespaces = NamespaceAdmin(svc)
+        self.resource_groups = ResourceGroupAdmin(svc)
         self.topics = TopicOps(svc)
         self.topic_policies = TopicPolicyAdmin(svc)
         self.schemas = SchemaAdmin(svc, self.topic_policies)

@@ -358,6 +358,9 @@ class PolicyEnforcer:
                 backlog_quota_age=quotas.get("message_age"),
             )
         )
+        groups = getattr(self._svc, "resource_groups", None)  # broker.service.resource_groups
+        if groups is not None:
+            groups.attach(topic, docs[1].get("resource_group_name"))
         if not topic.ref.persistent:
             # A non-persistent topic has no ledger, cursors or backlog: of the policies only the
             # admission limits (producers, consumers, rates, sizes) and subscription expiry apply.

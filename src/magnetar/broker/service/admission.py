@@ -210,7 +210,12 @@ def current_window(window: RateWindow | None, now_s: float) -> RateWindow:
 def throttle_publish(topic: BaseTopic, cnx: Connection, n_messages: int, n_bytes: int) -> None:
     """Publish rate limit (Pulsar's ``publishRate`` policy): count this publish in the topic's
     one-second window; once the window's message or byte budget is spent, stop reading from
-    this connection until the window ends (Pulsar disables auto-read the same way)."""
+    this connection until the window ends (Pulsar disables auto-read the same way).  The
+    topic's resource group, if any, is counted and checked the same way (its window is shared
+    by every topic of the group: ``broker.service.resource_groups``)."""
+    group = topic.resource_group  # None: no group
+    if group is not None:
+        group.throttle_publish(cnx, n_messages, n_bytes, topic.clock.monotonic())
     rate = topic.policies.publish_rate
     if not rate:
         return

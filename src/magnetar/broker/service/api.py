@@ -263,6 +263,7 @@ class MetricsSource(Protocol):
     namespace_service: Any  # NamespaceService: bundles, load manager
     transactions: Any  # TransactionService, or None
     supervisor: Any  # TaskSupervisor: owns the event-loop lag sampler (metrics_process)
+    resource_groups: Any  # ResourceGroupService: the groups' shares and usage (metrics_resource_groups)
 
     def statistics(self) -> dict[str, int]: ...
 

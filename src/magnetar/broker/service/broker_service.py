@@ -45,6 +45,7 @@ from magnetar.broker.service.inactive_topics import max_inactive_ms, retire_inac
 from magnetar.broker.service.names import parse_topic
 from magnetar.broker.service.policy_documents import PolicyDocuments
 from magnetar.broker.service.rates import sample_topic
+from magnetar.broker.service.resource_groups import ResourceGroupService
 from magnetar.broker.service.topic_list import TopicListWatchers
 from magnetar.broker.service.topics import TopicRegistry
 from magnetar.broker.transaction.config import TransactionConfig
@@ -102,6 +103,8 @@ class BrokerService(TopicAdmin):
         self.topic_list_watchers = TopicListWatchers(self)
         self.compaction = BrokerCompaction(self)
         self.replication = ReplicationService(self)
+        # resource groups: one limiter per group, shared by its namespaces' topics
+        self.resource_groups = ResourceGroupService(metadata_store, clock, config)
         # Transactions (broker.transaction): None unless transactionCoordinatorEnabled=true.
         txn_config = TransactionConfig.from_properties(config.as_properties())
         self.transactions: TransactionService | None = (
@@ -167,6 +170,7 @@ class BrokerService(TopicAdmin):
         self.supervisor.spawn(self._sample_rates(), name="stats-sampler")
         self.compaction.start()
         self.supervisor.spawn(self.replication.run(), name="replication-policy-check")
+        self.supervisor.spawn(self.resource_groups.run(), name="resource-groups")
         self.supervisor.spawn(self.replication.run_snapshots(), name="replicated-subscriptions")
         if self.transactions is not None:
             await self.transactions.start()

@@ -26,7 +26,9 @@ holds over time and an entry larger than a whole period's budget still goes.
 
 The limits come from the topic's effective policies (its typed ``TopicPolicies``,
 replaced whole by ``broker.admin``'s policy enforcer); with no limit set
-the limiter costs one dictionary lookup per round.
+the limiter costs one dictionary lookup per round.  A topic in a resource
+group adds the group's window (one per group per broker, shared by all of
+its topics' subscriptions: ``broker.service.resource_groups``) as a third.
 """
 
 from __future__ import annotations
@@ -121,6 +123,7 @@ class DispatchRateLimiter:
         self._subscription = subscription
         self._topic = subscription.topic
         self._rates: tuple[DispatchRate, DispatchRate] = (NO_LIMIT, NO_LIMIT)
+        self._group: Any = None  # the topic's resource group when it limits dispatch
         self.limited = False  # this round is under a limit (else nothing is counted: no cost)
         self._sent_entries = 0  # for the per-entry averages that size reads
         self._sent_messages = 0
@@ -128,16 +131,22 @@ class DispatchRateLimiter:
 
     def _windows(self) -> tuple[tuple[DispatchWindow, DispatchRate], ...]:
         topic_rate, sub_rate = self._rates
-        return (
+        windows = (
             (self._topic.dispatch_window, topic_rate),
             (self._subscription.dispatch_window, sub_rate),
         )
+        group = self._group
+        return windows if group is None else (*windows, (group.dispatch_window, group.dispatch_rate))
 
     async def entry_budget(self, budget: int) -> int:
         """How many entries to read this round, at most ``budget``; waits while a window is spent."""
         self._rates = rates_of(self._topic)
-        self.limited = not (self._rates[0].unlimited and self._rates[1].unlimited)
-        if not self.limited:
+        group = getattr(self._topic, "resource_group", None)  # a fake topic has none
+        self._group = group if group is not None and not group.dispatch_rate.unlimited else None
+        limiting = not (self._rates[0].unlimited and self._rates[1].unlimited) or self._group is not None
+        # a topic in a group counts what it sends (the group's usage) even without a group limit
+        self.limited = limiting or group is not None
+        if not limiting:
             return budget
         clock = self._topic.clock
         for _ in range(WAIT_ROUNDS_MAX):
@@ -168,9 +177,12 @@ class DispatchRateLimiter:
         return 1
 
     def charge(self, entries: int, messages: int, size: int) -> None:
-        """Count what one round sent under a limit: messages and bytes in both windows."""
+        """Count what one round sent under a limit: messages and bytes in every window."""
         if not entries or not self.limited:
             return
+        group = getattr(self._topic, "resource_group", None)  # a fake topic has none
+        if group is not None:
+            group.count_dispatch(messages, size)
         self._sent_entries += entries
         self._sent_messages += messages
         self._sent_bytes += size

@@ -53,6 +53,7 @@ from magnetar.runtime import Clock, TaskSupervisor
 
 if TYPE_CHECKING:
     from magnetar.broker.replication.replicator import Replicator
+    from magnetar.broker.service.resource_groups import ResourceGroupLimiter
     from magnetar.broker.transaction.buffer import TransactionBuffer
 
 CLOSE_DRAIN_TIMEOUT_S = 5.0
@@ -83,6 +84,9 @@ class BaseTopic:
     publish_rate_limited_times = 0
     backlog_age_exceeded = False  # the message_age backlog quota is over its limit
     oldest_backlog_age_s = -1  # oldestBacklogMessageAgeSeconds (under a message_age quota)
+    # the namespace's resource-group limiter (broker.service.resource_groups), set by the
+    # policy enforcer; None: no group
+    resource_group: ResourceGroupLimiter | None = None
 
     def __init__(self, ref: TopicRef, config: BrokerConfig, clock: Clock, supervisor: TaskSupervisor) -> None:
         self.ref = ref

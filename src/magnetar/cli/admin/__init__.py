@@ -41,6 +41,7 @@ from magnetar.cli.admin import (
     clusters,
     functions,
     namespaces,
+    resource_groups,
     schemas,
     tenants,
     topic_policies,
@@ -85,6 +86,7 @@ GROUPS = (
         (),
     ),
     ("bookies", "registered bookies and their rack placement", brokers.register_bookies, ()),
+    ("resourcegroups", "resource groups: rates shared by namespaces", resource_groups.register, ()),
     ("schemas", "the schema registry: schemas of topics", schemas.register, ()),
     ("transactions", "transaction coordinators, buffers and pending acks", transactions.register, ()),
     (
