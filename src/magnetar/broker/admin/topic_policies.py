@@ -326,7 +326,7 @@ class PolicyEnforcer:
 
     async def _apply(self, topic: PersistentTopic, force: bool = True) -> None:
         from magnetar.broker.admin.policies import BY_NAME
-        from magnetar.broker.admin.topic_ops import publish_time_of
+        from magnetar.broker.admin.topic_cursor_ops import publish_time_of
         from magnetar.broker.service.rates import expire_counted
 
         raw = await self._documents(topic)
@@ -453,7 +453,7 @@ class PolicyEnforcer:
         """``destination_storage`` quota (in ``topic.policies``, read by producer admission):
         disconnect producers or evict when over it.  ``message_age`` (time limit): :mod:`.backlog_age`."""
         from magnetar.broker.admin.backlog_age import apply_message_age_quota
-        from magnetar.broker.admin.topic_ops import publish_time_of
+        from magnetar.broker.admin.topic_cursor_ops import publish_time_of
 
         await apply_message_age_quota(
             topic, topic.policies.backlog_quota_age, self._svc.clock.time_ms(), publish_time_of
