@@ -79,7 +79,7 @@ def install_ownership(app: FastAPI) -> None:
     async def to_the_owner(request: Request, call_next: Any) -> Response:
         svc = broker(request)
         ns_service = getattr(svc, "namespace_service", None)
-        topic = _topic_of(request.url.path) if ns_service.may_redirect else None
+        topic = _topic_of(request.url.path) if getattr(ns_service, "may_redirect", False) else None
         if topic is not None:
             answer = await _owner_elsewhere(svc, topic, request.query_params.get("authoritative") == "true")
             if answer is not None:

@@ -56,7 +56,7 @@ from magnetar.broker.service.policies import (
 )
 from magnetar.broker.service.policy_documents import PolicyDocuments
 from magnetar.broker.service.topic import PersistentTopic
-from magnetar.managed_ledger.api import ManagedLedgerConfig
+from magnetar.managed_ledger.api import ManagedLedgerConfig, ManagedLedgerError
 
 log = logging.getLogger(__name__)
 
@@ -382,8 +382,8 @@ class PolicyEnforcer:
                         sub = topic.subscriptions.get(name)
                         if sub is not None and sub.dispatcher is not None:
                             sub.dispatcher.notify()
-                except Exception:
-                    log.debug("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
+                except ManagedLedgerError:  # this cursor's storage; the next pass tries again
+                    log.warning("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
 
     def _acts_over_time(self, topic: PersistentTopic, docs: tuple[dict, dict]) -> bool:
         """The topic's policies need a look every interval, not only when they change."""
