@@ -6,7 +6,8 @@ topic policies, brokers, bookies, schemas) describe requests as
 runs them on ``httpx.Client`` and :class:`AsyncPulsarAdmin` on
 ``httpx.AsyncClient``.  Errors are typed by HTTP status (``errors``),
 credentials come from small providers (``auth``), and request bodies can be
-written with the models of ``models``.  It talks to any Pulsar-compatible
+written with the models of ``models`` (imported on first use of one of their
+names, so that importing the client stays cheap).  It talks to any Pulsar-compatible
 broker: Magnetar's or Apache Pulsar's.
 
     with PulsarAdmin("http://localhost:8080") as admin:
@@ -15,6 +16,9 @@ broker: Magnetar's or Apache Pulsar's.
         admin.namespaces.set_retention("t/ns", RetentionPolicies(60, 100))
 """
 
+from typing import Any
+
+from magnetar.admin_client import models
 from magnetar.admin_client.auth import AuthProvider, BasicAuth, TlsAuth, TokenAuth, auth_from_plugin
 from magnetar.admin_client.client import AsyncPulsarAdmin, PulsarAdmin
 from magnetar.admin_client.core import AdminConfig, TlsOptions
@@ -30,61 +34,36 @@ from magnetar.admin_client.errors import (
     ServerError,
     TooManyRequests,
 )
-from magnetar.admin_client.models import (
-    EARLIEST,
-    LATEST,
-    AutoTopicCreationOverride,
-    BacklogQuota,
-    BacklogQuotaPolicy,
-    BacklogQuotaType,
-    ClusterData,
-    DelayedDeliveryPolicies,
-    DispatchRate,
-    InactiveTopicPolicies,
-    MessageId,
-    PeekedMessage,
-    PersistencePolicies,
-    PublishRate,
-    RetentionPolicies,
-    SubscribeRate,
-    TenantInfo,
-)
 
 __all__ = [
-    "EARLIEST",
-    "LATEST",
     "AdminConfig",
     "AdminConnectionError",
     "AdminError",
     "AsyncPulsarAdmin",
     "AuthProvider",
-    "AutoTopicCreationOverride",
-    "BacklogQuota",
-    "BacklogQuotaPolicy",
-    "BacklogQuotaType",
     "BadRequest",
     "BasicAuth",
-    "ClusterData",
     "Conflict",
-    "DelayedDeliveryPolicies",
-    "DispatchRate",
-    "InactiveTopicPolicies",
-    "MessageId",
     "NotAllowed",
     "NotAuthorized",
     "NotFound",
-    "PeekedMessage",
-    "PersistencePolicies",
     "PreconditionFailed",
-    "PublishRate",
     "PulsarAdmin",
-    "RetentionPolicies",
     "ServerError",
-    "SubscribeRate",
-    "TenantInfo",
     "TlsAuth",
     "TlsOptions",
     "TokenAuth",
     "TooManyRequests",
     "auth_from_plugin",
+    *models.__all__,  # the bodies, imported on first use (see __getattr__)
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The body classes, imported on first use: ``import magnetar.admin_client`` (and so
+    ``magnetar admin``) does not import pydantic and build every model."""
+    if name in models.__all__:
+        value = getattr(models, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,14 +9,16 @@ empty body in Pulsar, which decodes to None like a 204.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from magnetar.admin_client.core import Expect, Resource, call, seg
-from magnetar.admin_client.models import ClusterData
+
+if TYPE_CHECKING:  # the bodies (pydantic) are imported where one is built, not by this module
+    from magnetar.admin_client.models import ClusterData
 
 BASE = "/admin/v2/clusters"
 
-ClusterBody = ClusterData | Mapping[str, Any]
+ClusterBody: TypeAlias = "ClusterData | Mapping[str, Any]"
 
 
 class Clusters(Resource):

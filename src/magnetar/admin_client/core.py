@@ -106,10 +106,6 @@ class Call:
     expect: Expect = Expect.JSON
     transform: Callable[[Any], Any] | None = None  # applied to the decoded value
 
-    @property
-    def has_body(self) -> bool:
-        return self.body is not _NO_BODY or self.content is not None
-
 
 def call(
     method: str,

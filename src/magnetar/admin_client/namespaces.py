@@ -13,11 +13,14 @@ before anything is sent).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magnetar.admin_client.core import Expect, Resource, call, ns_path, seg
-from magnetar.admin_client.models import BacklogQuota, BacklogQuotaType
 from magnetar.admin_client.policies import PolicySpec, install_policy_methods
+from magnetar.common.rest_enums import BacklogQuotaType
+
+if TYPE_CHECKING:  # the bodies (pydantic) are imported where one is built, not by this module
+    from magnetar.admin_client.models import BacklogQuota
 
 BASE = "/admin/v2/namespaces"
 

@@ -6,17 +6,33 @@ the REST reads of 4.3, as a base class of :class:`~magnetar.admin_client.topics.
 Subscription names are percent-encoded into one path segment.  Positions are
 :class:`MessageId` (``EARLIEST`` / ``LATEST`` are the special ids Pulsar
 uses); reset by time takes epoch *milliseconds*, expiry takes seconds.  REST
-reads return a list of :class:`PeekedMessage` (one per batch record).
+reads return a list of :class:`PeekedMessage` (one per batch record).  The
+bodies (pydantic models) and the message parser are imported when a call
+builds or reads one, so importing the client does not build them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from magnetar.admin_client.core import Expect, Resource, call, seg, topic_path
-from magnetar.admin_client.messages import parse_messages
-from magnetar.admin_client.models import LATEST, MessageId, ResetCursorData
+from magnetar.admin_client import models
+from magnetar.admin_client.core import Expect, RawResponse, Resource, call, seg, topic_path
+
+if TYPE_CHECKING:
+    from magnetar.admin_client.models import MessageId, PeekedMessage
+
+
+def message_id_of(answer: dict[str, Any]) -> MessageId:
+    """A MessageId answer read into the shared body class."""
+    return models.MessageId.from_json(answer)
+
+
+def parse_messages(raw: RawResponse) -> list[PeekedMessage]:
+    """``messages.parse_messages``, imported on the first read (it loads the protocol codecs)."""
+    from magnetar.admin_client.messages import parse_messages
+
+    return parse_messages(raw)
 
 
 def _sub(topic: str, subscription: str, suffix: str = "") -> str:
@@ -32,12 +48,13 @@ class TopicSubscriptions(Resource):
         topic: str,
         subscription: str,
         *,
-        message_id: MessageId = LATEST,
+        message_id: MessageId | None = None,
         replicated: bool = False,
         properties: Mapping[str, str] | None = None,
     ) -> Any:
         """Create a durable subscription at ``message_id`` (default latest; ``EARLIEST`` for earliest)."""
-        body = ResetCursorData.at(message_id, properties=dict(properties or {}))
+        at = models.LATEST if message_id is None else message_id
+        body = models.ResetCursorData.at(at, properties=dict(properties or {}))
         params = {"replicated": True} if replicated else None
         return self._run(call("PUT", _sub(topic, subscription), params=params, body=body, expect=Expect.NONE))
 
@@ -58,7 +75,7 @@ class TopicSubscriptions(Resource):
     def expire_messages_to(
         self, topic: str, subscription: str, message_id: MessageId, *, is_excluded: bool = False
     ) -> Any:
-        body = ResetCursorData.at(message_id, is_excluded=is_excluded)
+        body = models.ResetCursorData.at(message_id, is_excluded=is_excluded)
         return self._run(
             call("POST", _sub(topic, subscription, "expireMessages"), body=body, expect=Expect.NONE)
         )
@@ -75,7 +92,7 @@ class TopicSubscriptions(Resource):
     def reset_cursor_to(
         self, topic: str, subscription: str, message_id: MessageId, *, is_excluded: bool = False
     ) -> Any:
-        body = ResetCursorData.at(message_id, is_excluded=is_excluded)
+        body = models.ResetCursorData.at(message_id, is_excluded=is_excluded)
         return self._run(
             call("POST", _sub(topic, subscription, "resetcursor"), body=body, expect=Expect.NONE)
         )
@@ -92,7 +109,7 @@ class TopicSubscriptions(Resource):
     def analyze_backlog(self, topic: str, subscription: str, start: MessageId | None = None) -> Any:
         path = _sub(topic, subscription, "analyzeBacklog")
         if start is not None:
-            return self._run(call("POST", path, body=ResetCursorData.at(start)))
+            return self._run(call("POST", path, body=models.ResetCursorData.at(start)))
         return self._run(call("POST", path))
 
     # ------------------------------------------------------------ reading messages
@@ -114,7 +131,7 @@ class TopicSubscriptions(Resource):
 
     def get_message_id_by_timestamp(self, topic: str, timestamp_ms: int) -> Any:
         path = topic_path(topic) + f"/messageid/{int(timestamp_ms)}"
-        return self._run(call("GET", path, transform=MessageId.from_json))
+        return self._run(call("GET", path, transform=message_id_of))
 
     def get_last_message_id(self, topic: str) -> Any:
         """The raw MessageId JSON (``ledgerId``, ``entryId``, ``partitionIndex`` ...)."""

@@ -8,14 +8,16 @@ the executor decides whether they run sync or async (see ``core``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from magnetar.admin_client.core import Expect, Resource, call, seg
-from magnetar.admin_client.models import TenantInfo
+
+if TYPE_CHECKING:  # the bodies (pydantic) are imported where one is built, not by this module
+    from magnetar.admin_client.models import TenantInfo
 
 BASE = "/admin/v2/tenants"
 
-TenantBody = TenantInfo | Mapping[str, Any]
+TenantBody: TypeAlias = "TenantInfo | Mapping[str, Any]"
 
 
 class Tenants(Resource):

@@ -14,11 +14,14 @@ when the policy is not set at topic level (Pulsar's 204).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magnetar.admin_client.core import Expect, Resource, call, topic_path
-from magnetar.admin_client.models import BacklogQuota, BacklogQuotaType
 from magnetar.admin_client.policies import PolicySpec, install_policy_methods
+from magnetar.common.rest_enums import BacklogQuotaType
+
+if TYPE_CHECKING:  # the bodies (pydantic) are imported where one is built, not by this module
+    from magnetar.admin_client.models import BacklogQuota
 
 
 def _flags(applied: bool = False, is_global: bool = False) -> dict[str, Any]:

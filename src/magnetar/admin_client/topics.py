@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magnetar.admin_client.core import Expect, call, ns_path, seg, topic_name, topic_path
-from magnetar.admin_client.models import MessageId
-from magnetar.admin_client.subscriptions import TopicSubscriptions
+from magnetar.admin_client.subscriptions import TopicSubscriptions, message_id_of
 from magnetar.common.naming import TopicDomain
+
+if TYPE_CHECKING:
+    from magnetar.admin_client.models import MessageId
 
 
 class Topics(TopicSubscriptions):
@@ -176,7 +178,7 @@ class Topics(TopicSubscriptions):
 
     def terminate(self, topic: str) -> Any:
         """Terminate; returns the :class:`MessageId` of the last message."""
-        return self._run(call("POST", topic_path(topic) + "/terminate", transform=MessageId.from_json))
+        return self._run(call("POST", topic_path(topic) + "/terminate", transform=message_id_of))
 
     def terminate_partitioned(self, topic: str) -> Any:
         return self._run(call("POST", topic_path(topic) + "/terminate/partitions", expect=Expect.NONE))

@@ -4,7 +4,8 @@ Theory of operation: one argparse tree whose subcommands (standalone, broker,
 bookie, autorecovery, proxy, cluster, initialize-cluster-metadata, admin, client,
 perf, tokens) live in their own modules and are
 imported only when chosen, so ``magnetar --help`` stays fast and a missing
-optional piece never breaks the others.  Each subcommand module exposes
+optional piece never breaks the others (nor do libraries' unused extras
+slow them: ``NEVER_IMPORTED``).  Each subcommand module exposes
 ``add_parser(subparsers)`` and the parser's ``func`` runs it.
 """
 
@@ -13,6 +14,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+
+# Modules no subcommand uses that a library imports anyway when they happen to be installed:
+# httpx its own command-line client (click, rich, pygments: ~0.25 s of every `magnetar admin`),
+# httpcore the trio runtime (~0.2 s when an HTTP client is made; Magnetar runs on asyncio).
+# A None entry in sys.modules makes such an import fail, and both libraries go on without it.
+# Only for a process that *is* the command (argv from sys.argv), not for an in-process caller.
+NEVER_IMPORTED = ("httpx._main", "trio")
 
 # subcommand name -> module implementing add_parser(subparsers)
 SUBCOMMANDS = {
@@ -60,7 +68,10 @@ def _chosen(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    if argv is None:
+        argv = sys.argv[1:]
+        for name in NEVER_IMPORTED:
+            sys.modules.setdefault(name, None)  # type: ignore[arg-type]
     parser = build_parser(_chosen(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -367,8 +367,3 @@ class TopicName:
             return True
         ns = self.namespace
         return ns.is_system or ns.is_heartbeat
-
-    @property
-    def is_events_topic(self) -> bool:
-        """A topic-policies / transaction-buffer events topic (``__change_events`` etc.)."""
-        return self.base().local_name in EVENTS_TOPIC_NAMES

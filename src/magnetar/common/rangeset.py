@@ -383,10 +383,6 @@ class PositionRangeSet:
         lo, hi = self._sets[ledger].last_range()  # type: ignore[misc]
         return (ledger, lo), (ledger, hi)
 
-    def ranges_in_ledger(self, ledger_id: int) -> list[tuple[int, int]]:
-        rs = self._sets.get(ledger_id)
-        return [] if rs is None else rs.to_pairs()
-
     def add(self, position: Position) -> None:
         self.add_range(position, position)
 

@@ -20,23 +20,34 @@ quorum, a partitioned auto-creation override without partitions...) fails
 at construction with :class:`InvalidBody` -- which is both a pydantic
 ``ValidationError`` (the broker answers 400 with its first error) and the
 project's :class:`InvalidArgument` (what the admin client raises for bad
-input).  Enums are ``StrEnum``s with UPPER_CASE members whose values are
-Pulsar's strings.  This module is data at the bottom of the import layers:
-no I/O, no imports from the project above ``common``.
+input).  The enumerations of field values live in the pydantic-free
+:mod:`magnetar.common.rest_enums` (re-exported here).  This module is data
+at the bottom of the import layers: no I/O, no imports from the project
+above ``common``.
 """
 
 from __future__ import annotations
 
-import enum
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from magnetar.common.errors import InvalidArgument
-
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
-LATEST_ID = INT64_MAX  # Long.MAX_VALUE: "latest" in ResetCursorData / MessageId
+from magnetar.common.rest_enums import (  # noqa: F401 -- re-exported: one import for bodies and their values
+    INT32_MAX,
+    INT64_MAX,
+    LATEST_ID,
+    AuthAction,
+    BacklogQuotaPolicy,
+    BacklogQuotaType,
+    InactiveTopicDeleteMode,
+    RetentionPolicyAction,
+    SchemaAutoUpdateCompatibilityStrategy,
+    SchemaCompatibilityStrategy,
+    SubscriptionAuthMode,
+    SubscriptionType,
+    TopicType,
+)
 
 
 class InvalidBody(ValidationError, InvalidArgument):  # type: ignore[misc]
@@ -92,79 +103,6 @@ def wire_names(model: type[BaseModel]) -> frozenset[str]:
 def dump(model: BaseModel) -> dict[str, Any]:
     """The body as the broker stores and answers it: every field, by its wire name."""
     return model.model_dump(by_alias=True, mode="json")
-
-
-# ------------------------------------------------------------------ enums
-
-
-class SchemaCompatibilityStrategy(enum.StrEnum):
-    UNDEFINED = "UNDEFINED"
-    ALWAYS_INCOMPATIBLE = "ALWAYS_INCOMPATIBLE"
-    ALWAYS_COMPATIBLE = "ALWAYS_COMPATIBLE"
-    BACKWARD = "BACKWARD"
-    FORWARD = "FORWARD"
-    FULL = "FULL"
-    BACKWARD_TRANSITIVE = "BACKWARD_TRANSITIVE"
-    FORWARD_TRANSITIVE = "FORWARD_TRANSITIVE"
-    FULL_TRANSITIVE = "FULL_TRANSITIVE"
-
-
-class SchemaAutoUpdateCompatibilityStrategy(enum.StrEnum):
-    AUTO_UPDATE_DISABLED = "AutoUpdateDisabled"
-    BACKWARD = "Backward"
-    FORWARD = "Forward"
-    FULL = "Full"
-    ALWAYS_COMPATIBLE = "AlwaysCompatible"
-    BACKWARD_TRANSITIVE = "BackwardTransitive"
-    FORWARD_TRANSITIVE = "ForwardTransitive"
-    FULL_TRANSITIVE = "FullTransitive"
-
-
-class SubscriptionType(enum.StrEnum):
-    EXCLUSIVE = "Exclusive"
-    SHARED = "Shared"
-    FAILOVER = "Failover"
-    KEY_SHARED = "Key_Shared"
-
-
-class SubscriptionAuthMode(enum.StrEnum):
-    NONE = "None"
-    PREFIX = "Prefix"
-
-
-class AuthAction(enum.StrEnum):
-    PRODUCE = "produce"
-    CONSUME = "consume"
-    FUNCTIONS = "functions"
-    SOURCES = "sources"
-    SINKS = "sinks"
-    PACKAGES = "packages"
-
-
-class BacklogQuotaType(enum.StrEnum):
-    DESTINATION_STORAGE = "destination_storage"
-    MESSAGE_AGE = "message_age"
-
-
-class BacklogQuotaPolicy(enum.StrEnum):
-    """Pulsar's ``BacklogQuota.RetentionPolicy``: what happens when the backlog quota is hit."""
-
-    PRODUCER_REQUEST_HOLD = "producer_request_hold"
-    PRODUCER_EXCEPTION = "producer_exception"
-    CONSUMER_BACKLOG_EVICTION = "consumer_backlog_eviction"
-
-
-RetentionPolicyAction = BacklogQuotaPolicy  # the broker's older name for it
-
-
-class InactiveTopicDeleteMode(enum.StrEnum):
-    DELETE_WHEN_NO_SUBSCRIPTIONS = "delete_when_no_subscriptions"
-    DELETE_WHEN_SUBSCRIPTIONS_CAUGHT_UP = "delete_when_subscriptions_caught_up"
-
-
-class TopicType(enum.StrEnum):
-    PARTITIONED = "partitioned"
-    NON_PARTITIONED = "non-partitioned"
 
 
 # ------------------------------------------------------------------ tenants, clusters, isolation

@@ -132,6 +132,7 @@ class SimBroker:
             self.metadata_store, bk, sim.clock, sim.ml_config, check_interval_s=0
         )
         self.topics = _Topics(self)
+        self.transactions = None  # BrokerFace: no transaction coordinators here
         self.ns = ClusterNamespaceService(self)
         self.running = asyncio.Event()
         self.running.set()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Body, Request, Response
 
-from magnetar.broker.admin.topic_ops import PeekedMessage
+from magnetar.broker.admin.topic_peek import PeekedMessage
 from magnetar.common import rest_models as m
 from magnetar.web.deps import admin, broker, json_body, no_content
 from magnetar.web.errors import WebError

@@ -14,7 +14,7 @@ from magnetar.broker.replication.service import ReplicationService, default_repl
 
 def service(props: dict[str, Any]) -> ReplicationService:
     config = SimpleNamespace(cluster_name="A", as_properties=lambda: dict(props))
-    return ReplicationService(SimpleNamespace(config=config))
+    return ReplicationService(SimpleNamespace(config=config, policy_documents=None))  # type: ignore[arg-type]
 
 
 def topic(replicator_dispatch_rate: dict | None) -> Any:

@@ -2,8 +2,10 @@
 
 ``broker.service.api`` declares what each may use: ``WebBrokerView`` (routes,
 HTTP lookup, WebSocket sessions), ``MetricsSource`` (the ``/metrics``
-collectors), ``TransactionHost`` (``broker.transaction``); ``broker.auth``
-may use nothing of it.  This test reads every module of those packages, finds
+collectors), ``TransactionHost`` (``broker.transaction``), ``LoadBalanceHost``
+(``broker.loadbalance``), ``ReplicationHost`` (``broker.replication``) and
+``ownership.api.BrokerFace`` (``broker.ownership``); ``broker.auth`` may use
+nothing of it.  This test reads every module of those packages, finds
 each member reached on the broker service -- ``broker(request).x``,
 ``svc.x``, ``self.service.x``, ``self.svc.x``, ``getattr(svc, "x")``... -- and
 fails on a member outside the module's view.  It also fails when the service
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from magnetar.broker.ownership.api import BrokerFace
 from magnetar.broker.service import api
 from magnetar.broker.service.broker_service import BrokerService
 
@@ -53,10 +56,24 @@ def _view_of(path: Path) -> type | None:
         return api.WebBrokerView
     if rel.startswith("broker/transaction/"):
         return api.TransactionHost
+    if rel.startswith("broker/loadbalance/"):
+        return api.LoadBalanceHost
+    if rel.startswith("broker/replication/"):
+        return api.ReplicationHost
+    if rel.startswith("broker/ownership/"):
+        return BrokerFace
     return None  # broker/auth: nothing of the service
 
 
-PACKAGES = ["web", "web/websocket", "broker/transaction", "broker/auth"]
+PACKAGES = [
+    "web",
+    "web/websocket",
+    "broker/transaction",
+    "broker/auth",
+    "broker/loadbalance",
+    "broker/replication",
+    "broker/ownership",
+]
 FILES = [p for pkg in PACKAGES for p in sorted((SRC / pkg).glob("*.py"))]
 
 
@@ -87,6 +104,12 @@ def test_the_scan_finds_what_is_used() -> None:
     assert {"ml_factory", "namespace_service", "broker_service_url"} <= _used(txn)
     metrics = "".join(p.read_text() for p in FILES if _view_of(p) is api.MetricsSource)
     assert {"counters", "ml_factory", "statistics"} <= _used(metrics)
+    load = "".join(p.read_text() for p in FILES if _view_of(p) is api.LoadBalanceHost)
+    assert {"connections", "namespace_service", "web_service_url"} <= _used(load)
+    repl = (SRC / "broker/replication/service.py").read_text()
+    assert {"policy_documents", "delete_topic", "ml_factory"} <= _used(repl)
+    own = "".join(p.read_text() for p in FILES if _view_of(p) is BrokerFace)
+    assert {"transactions", "broker_service_url", "metadata_store"} <= _used(own)
 
 
 def test_the_scan_can_fail() -> None:
@@ -97,7 +120,17 @@ def test_the_scan_can_fail() -> None:
     assert "connections" not in _members(api.WebBrokerView)
 
 
-@pytest.mark.parametrize("view", [api.WebBrokerView, api.MetricsSource, api.TransactionHost])
+@pytest.mark.parametrize(
+    "view",
+    [
+        api.WebBrokerView,
+        api.MetricsSource,
+        api.TransactionHost,
+        api.LoadBalanceHost,
+        api.ReplicationHost,
+        BrokerFace,
+    ],
+)
 def test_broker_service_provides_every_view(view: type) -> None:
     import ast
     import inspect

@@ -53,6 +53,7 @@ class FakeBroker:
         self.metadata_store = server.session()
         self.supervisor = TaskSupervisor(name)
         self.topics = FakeTopics()
+        self.transactions = None  # BrokerFace: no transaction coordinators here
         self.ns = ClusterNamespaceService(self)
         self.dead = False  # killed: refuses connections (the dead-owner probe, .dead_owner)
         self.ns.dead_owners.probe = self._accepts

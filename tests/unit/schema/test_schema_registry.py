@@ -25,6 +25,7 @@ from magnetar.broker.schema import (
     types,
 )
 from magnetar.broker.schema.policies import SchemaCompatibilityStrategy as S
+from magnetar.broker.schema.policies import parse_strategy
 from magnetar.metadata.memory import MemoryMetadataServer
 
 ps = pytest.importorskip("pulsar.schema")
@@ -210,12 +211,16 @@ async def test_key_value_schemas_with_different_part_types_are_different_version
 
 
 def test_strategy_parsing() -> None:
-    assert S.parse("backward_transitive") is S.BACKWARD_TRANSITIVE
-    assert S.parse(None) is S.UNDEFINED and S.parse("") is S.UNDEFINED
-    assert S.parse("NONE") is S.ALWAYS_COMPATIBLE
+    assert parse_strategy("backward_transitive") is S.BACKWARD_TRANSITIVE
+    assert parse_strategy(None) is S.UNDEFINED and parse_strategy("") is S.UNDEFINED
+    assert parse_strategy("NONE") is S.ALWAYS_COMPATIBLE
     assert S.FULL_TRANSITIVE.base is S.FULL and S.FULL_TRANSITIVE.is_transitive and not S.FULL.is_transitive
     with pytest.raises(InvalidSchemaError, match="Unknown schema compatibility strategy 'SIDEWAYS'"):
-        S.parse("SIDEWAYS")
+        parse_strategy("SIDEWAYS")
+    # one enumeration: the REST bodies' and the CLI's is the registry's
+    from magnetar.common import rest_enums, rest_models
+
+    assert S is rest_enums.SchemaCompatibilityStrategy is rest_models.SchemaCompatibilityStrategy
 
 
 def test_policy_resolution_order() -> None:

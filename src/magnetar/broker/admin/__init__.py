@@ -10,7 +10,9 @@ lives in this package, over a running ``BrokerService``:
 * ``tenancy.py``        -- clusters and tenants.
 * ``isolation.py``      -- failure domains and namespace-isolation policies (stored).
 * ``namespaces.py``     -- namespace lifecycle, namespace policies, permissions, properties.
-* ``topic_ops.py``      -- subscriptions, skip/clear/expire/reset, peek/examine, terminate.
+* ``topic_ops.py``      -- a topic's state: stats, subscriptions, unload, terminate; over
+                           ``topic_resolve.py`` (which topics, fan-out), ``topic_cursor_ops.py``
+                           (skip/clear/expire/reset) and ``topic_peek.py`` (peek/examine).
 * ``topic_policies.py`` -- topic-level policies (metadata-store documents), the
                            effective-policy resolver and the enforcement loop.
 

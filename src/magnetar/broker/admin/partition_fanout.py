@@ -36,6 +36,7 @@ from urllib.parse import quote
 import httpx
 
 from magnetar.broker import errors
+from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
 
 T = TypeVar("T")
@@ -96,7 +97,7 @@ def _verify() -> Any:
 
 
 class PartitionFanOut:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: BrokerServiceView) -> None:
         self.svc = svc
 
     def client(self) -> httpx.AsyncClient:
@@ -105,7 +106,7 @@ class PartitionFanOut:
         return httpx.AsyncClient(timeout=HTTP_TIMEOUT_S, headers=headers, verify=_verify())
 
     def _clustered(self) -> bool:
-        return bool(getattr(self.svc.namespace_service, "may_redirect", False))
+        return self.svc.namespace_service.may_redirect
 
     async def owner_elsewhere(self, ref: TopicRef) -> Any:
         """The owner (OwnerData) of ``ref``'s bundle when it is another broker, else None."""

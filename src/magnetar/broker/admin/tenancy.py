@@ -144,7 +144,10 @@ class TenancyAdmin:
 
 
 def _tenant_doc(info: m.TenantInfo) -> dict:
-    return {"adminRoles": sorted(set(info.admin_roles)), "allowedClusters": sorted(set(info.allowed_clusters))}
+    return {
+        "adminRoles": sorted(set(info.admin_roles)),
+        "allowedClusters": sorted(set(info.allowed_clusters)),
+    }
 
 
 def _compact(doc: dict) -> dict:

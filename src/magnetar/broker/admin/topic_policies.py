@@ -56,7 +56,7 @@ from magnetar.broker.service.policies import (
 )
 from magnetar.broker.service.policy_documents import PolicyDocuments
 from magnetar.broker.service.topic import PersistentTopic
-from magnetar.managed_ledger.api import ManagedLedgerConfig
+from magnetar.managed_ledger.api import ManagedLedgerConfig, ManagedLedgerError
 
 log = logging.getLogger(__name__)
 
@@ -326,7 +326,7 @@ class PolicyEnforcer:
 
     async def _apply(self, topic: PersistentTopic, force: bool = True) -> None:
         from magnetar.broker.admin.policies import BY_NAME
-        from magnetar.broker.admin.topic_ops import publish_time_of
+        from magnetar.broker.admin.topic_cursor_ops import publish_time_of
         from magnetar.broker.service.rates import expire_counted
 
         raw = await self._documents(topic)
@@ -385,8 +385,8 @@ class PolicyEnforcer:
                         sub = topic.subscriptions.get(name)
                         if sub is not None and sub.dispatcher is not None:
                             sub.dispatcher.notify()
-                except Exception:
-                    log.debug("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
+                except ManagedLedgerError:  # this cursor's storage; the next pass tries again
+                    log.warning("TTL expiry on %s/%s failed", topic.name, name, exc_info=True)
 
     def _acts_over_time(self, topic: PersistentTopic, docs: tuple[dict, dict]) -> bool:
         """The topic's policies need a look every interval, not only when they change."""
@@ -456,7 +456,7 @@ class PolicyEnforcer:
         """``destination_storage`` quota (in ``topic.policies``, read by producer admission):
         disconnect producers or evict when over it.  ``message_age`` (time limit): :mod:`.backlog_age`."""
         from magnetar.broker.admin.backlog_age import apply_message_age_quota
-        from magnetar.broker.admin.topic_ops import publish_time_of
+        from magnetar.broker.admin.topic_cursor_ops import publish_time_of
 
         await apply_message_age_quota(
             topic, topic.policies.backlog_quota_age, self._svc.clock.time_ms(), publish_time_of

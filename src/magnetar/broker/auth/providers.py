@@ -42,9 +42,6 @@ class AuthResult:
     method: str
     expires_at_ms: int | None = None
 
-    def is_expired(self, now_ms: int) -> bool:
-        return self.expires_at_ms is not None and now_ms >= self.expires_at_ms
-
 
 @dataclass(frozen=True, slots=True)
 class Credentials:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -35,19 +35,22 @@ from magnetar.broker.ownership.bundles import boundaries_of, find_range, topic_h
 from magnetar.broker.service.stats import topic_stats_dict
 from magnetar.metadata.api import MetadataError
 
+if TYPE_CHECKING:
+    from magnetar.broker.service.api import LoadBalanceHost
+
 log = logging.getLogger(__name__)
 
 ALLOCATORS = ("default", "ml-cache")
 
 
 class LoadAdmin:
-    def __init__(self, svc: Any) -> None:
+    def __init__(self, svc: LoadBalanceHost) -> None:
         self._svc = svc
         self._reporter: LoadReporter | None = None
 
     @property
     def load_manager(self) -> Any:
-        return getattr(getattr(self._svc, "namespace_service", None), "load_manager", None)
+        return getattr(self._svc.namespace_service, "load_manager", None)  # a cluster's only
 
     async def load_report(self) -> dict:
         lm = self.load_manager

@@ -20,7 +20,7 @@ is the reporter's "publish now" test
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -173,9 +173,6 @@ class LoadReport:
             if abs(a - b) * 100.0 / base >= threshold_pct and abs(a - b) >= 1.0:
                 return True
         return False
-
-    def with_bundles(self, bundles: Mapping[str, BundleLoad]) -> LoadReport:
-        return replace(self, bundles=dict(bundles))
 
     # -- JSON (LocalBrokerData's field names) ----------------------------------------------------
     def to_json_dict(self) -> dict[str, Any]:

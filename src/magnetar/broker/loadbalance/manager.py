@@ -40,7 +40,7 @@ import collections
 import importlib
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -62,6 +62,9 @@ from magnetar.broker.ownership.bundles import BundleRange, NamespaceBundle, boun
 from magnetar.metadata.api import MetadataError
 from magnetar.runtime import TaskSupervisor
 
+if TYPE_CHECKING:
+    from magnetar.broker.service.api import LoadBalanceHost
+
 log = logging.getLogger(__name__)
 
 DECISIONS_KEPT = 200
@@ -73,7 +76,7 @@ CLOSE_RETRY_S = 0.1
 
 
 class LeaderLoadManager:
-    def __init__(self, svc: Any, ns_service: Any, kind: str = "leader") -> None:
+    def __init__(self, svc: LoadBalanceHost, ns_service: Any, kind: str = "leader") -> None:
         self._svc = svc
         self._ns = ns_service
         self.kind = kind
@@ -375,7 +378,7 @@ class LeaderLoadManager:
         }
 
 
-def make_load_manager(svc: Any, ns_service: Any) -> Any:
+def make_load_manager(svc: LoadBalanceHost, ns_service: Any) -> Any:
     """The load manager ``loadManagerClassName`` / ``loadBalancerEnabled`` name (see api.py)."""
     cfg = LoadBalancerConfig.from_properties(svc.config.as_properties())
     kind = load_manager_kind(cfg.load_manager_class_name, cfg.enabled)

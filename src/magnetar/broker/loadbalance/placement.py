@@ -128,9 +128,6 @@ class ClusterView:
     def bundle_count(self, broker: str) -> int:
         return self._counts.get(broker, 0)
 
-    def bundles_of(self, broker: str) -> list[str]:
-        return sorted(b for b, o in self.owner.items() if o == broker)
-
     def policy_of(self, namespace: str) -> IsolationPolicy | None:
         return next((p for p in self.policies if p.matches_namespace(namespace)), None)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -26,9 +26,12 @@ from magnetar.broker.loadbalance.data import BundleLoad, LoadReport, ResourceUsa
 from magnetar.broker.ownership.bundles import boundaries_of, find_range, topic_hash
 from magnetar.metadata.api import MetadataError
 
+if TYPE_CHECKING:
+    from magnetar.broker.service.api import LoadBalanceHost
+
 
 class LoadReporter:
-    def __init__(self, svc: Any, broker_id: str) -> None:
+    def __init__(self, svc: LoadBalanceHost, broker_id: str) -> None:
         self._svc = svc
         self.broker_id = broker_id
         self._last_t: float | None = None
@@ -96,7 +99,7 @@ class LoadReporter:
             direct_memory=ResourceUsage(0.0, 0.0),
             bandwidth_in=ResourceUsage(t_in, limit),
             bandwidth_out=ResourceUsage(t_out, limit),
-            connections=len(getattr(self._svc, "connections", ()) or ()),
+            connections=len(self._svc.connections),
             bundles=bundles,
             timestamp_ms=self._svc.clock.time_ms(),
         )

@@ -57,6 +57,8 @@ class NotOwnedHere(errors.BrokerError):
 
 
 class NamespaceService(Protocol):
+    may_redirect: bool  # a topic (or a partition) may be owned by another broker: look before acting
+
     async def start(self) -> None: ...
     async def prepare_shutdown(self) -> None: ...
     async def aclose(self) -> None: ...
@@ -84,6 +86,7 @@ class BrokerFace(Protocol):
     metadata_store: Any
     clock: Any
     supervisor: Any
+    transactions: Any  # TransactionService, or None: its coordinators close with their bundle
 
     def broker_service_url(self, listener: str | None = None) -> str: ...
     def broker_service_url_tls(self) -> str | None: ...
@@ -112,7 +115,7 @@ def self_owner_data(svc: BrokerFace) -> OwnerData:
 async def close_bundle_topics(svc: BrokerFace, bundle: NamespaceBundle) -> int:
     """Unloads every loaded topic of ``bundle`` (clients get CLOSE_PRODUCER/CLOSE_CONSUMER),
     and the transaction coordinators whose partition is in it."""
-    txns = getattr(svc, "transactions", None)
+    txns = svc.transactions
     if txns is not None:
         await txns.bundle_released(bundle)
     closed = 0

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from magnetar.metadata.api import (
     AlreadyExists,
@@ -94,9 +94,6 @@ class BrokerInfo:
             version=str(doc.get("brokerVersionString") or ""),
             load=doc,
         )
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 class BrokerRegistry:

@@ -63,6 +63,7 @@ from magnetar.protocol.wire import WireSchema
 from magnetar.runtime import wait_for
 
 if TYPE_CHECKING:
+    from magnetar.broker.service.api import ReplicationHost
     from magnetar.broker.service.names import TopicRef
     from magnetar.broker.service.topic import PersistentTopic
 
@@ -100,7 +101,7 @@ class InboundReplication(Protocol):
 
 
 class ReplicationService:
-    def __init__(self, service: Any) -> None:
+    def __init__(self, service: ReplicationHost) -> None:
         self._svc = service
         props = service.config.as_properties()
         self.local_cluster: str = service.config.cluster_name
@@ -134,7 +135,7 @@ class ReplicationService:
         self._wake = asyncio.Event()
         # Topics that have had a replicator: the only ones the snapshot step looks at.
         self._replicating: weakref.WeakSet[PersistentTopic] = weakref.WeakSet()
-        docs = getattr(service, "policy_documents", None)
+        docs = service.policy_documents
         if docs is not None:
             docs.on_change.append(self._documents_changed)
         self._documents = docs

@@ -72,11 +72,6 @@ class _Pending:
     responses: dict[str, mk.Pos] = field(default_factory=dict)
 
 
-def is_replicated(topic: PersistentTopic, name: str) -> bool:
-    cursor = topic.ml.cursors.get(name)
-    return cursor is not None and cursor.properties.get(REPLICATED_PROPERTY) == 1
-
-
 class ReplicatedSubscriptions:
     def __init__(
         self, topic: PersistentTopic, local_cluster: str, clock: Clock, *, snapshot_timeout_s: float = 30.0

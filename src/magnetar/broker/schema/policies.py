@@ -2,7 +2,8 @@
 
 Theory of operation: three settings govern what a producer or consumer may do with a schema.
 
-* the compatibility **strategy** (:class:`SchemaCompatibilityStrategy`): the topic policy
+* the compatibility **strategy** (:class:`SchemaCompatibilityStrategy`, the one enumeration
+  of ``common.rest_enums`` that the REST bodies and the CLI use too): the topic policy
   ``schemaCompatibilityStrategy`` if set and not UNDEFINED, else the namespace policy
   ``schema_compatibility_strategy``; if that is UNDEFINED the deprecated namespace policy
   ``schema_auto_update_compatibility_strategy`` (``AutoUpdateDisabled`` means
@@ -24,55 +25,22 @@ ALWAYS_COMPATIBLE (Confluent's word for "no checks"); anything else unknown is r
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from magnetar.broker.schema.errors import InvalidSchemaError
+from magnetar.common.rest_enums import SchemaCompatibilityStrategy
 
 
-class SchemaCompatibilityStrategy(enum.Enum):
-    UNDEFINED = "UNDEFINED"
-    ALWAYS_INCOMPATIBLE = "ALWAYS_INCOMPATIBLE"
-    ALWAYS_COMPATIBLE = "ALWAYS_COMPATIBLE"
-    BACKWARD = "BACKWARD"
-    FORWARD = "FORWARD"
-    FULL = "FULL"
-    BACKWARD_TRANSITIVE = "BACKWARD_TRANSITIVE"
-    FORWARD_TRANSITIVE = "FORWARD_TRANSITIVE"
-    FULL_TRANSITIVE = "FULL_TRANSITIVE"
+def parse_strategy(value: str | SchemaCompatibilityStrategy | None) -> SchemaCompatibilityStrategy:
+    """A strategy from its name (see ``SchemaCompatibilityStrategy.lookup``); an unknown one is
+    an :class:`InvalidSchemaError`."""
+    strategy = SchemaCompatibilityStrategy.lookup(value)
+    if strategy is None:
+        raise InvalidSchemaError(f"Unknown schema compatibility strategy '{value}'")
+    return strategy
 
-    @classmethod
-    def parse(cls, value: str | SchemaCompatibilityStrategy | None) -> SchemaCompatibilityStrategy:
-        """A strategy from its enum string; None/"" is UNDEFINED, "NONE" ALWAYS_COMPATIBLE."""
-        if isinstance(value, SchemaCompatibilityStrategy):
-            return value
-        if value is None or not str(value).strip():
-            return cls.UNDEFINED
-        key = str(value).strip().upper()
-        if key == "NONE":
-            return cls.ALWAYS_COMPATIBLE
-        try:
-            return cls[key]
-        except KeyError:
-            raise InvalidSchemaError(f"Unknown schema compatibility strategy '{value}'") from None
-
-    @property
-    def is_transitive(self) -> bool:
-        return self in _TRANSITIVE
-
-    @property
-    def base(self) -> SchemaCompatibilityStrategy:
-        """BACKWARD for BACKWARD_TRANSITIVE etc.; itself otherwise."""
-        return _TRANSITIVE.get(self, self)
-
-
-_TRANSITIVE = {
-    SchemaCompatibilityStrategy.BACKWARD_TRANSITIVE: SchemaCompatibilityStrategy.BACKWARD,
-    SchemaCompatibilityStrategy.FORWARD_TRANSITIVE: SchemaCompatibilityStrategy.FORWARD,
-    SchemaCompatibilityStrategy.FULL_TRANSITIVE: SchemaCompatibilityStrategy.FULL,
-}
 
 # The deprecated SchemaAutoUpdateCompatibilityStrategy values (namespace policy).
 _AUTO_UPDATE = {
@@ -136,7 +104,7 @@ class SchemaRegistryConfig:
             return str(v).strip().lower() == "true"
 
         def strategy(key: str, default: SchemaCompatibilityStrategy) -> SchemaCompatibilityStrategy:
-            s = SchemaCompatibilityStrategy.parse(props.get(key))
+            s = parse_strategy(props.get(key))
             return default if s is SchemaCompatibilityStrategy.UNDEFINED else s
 
         return cls(
@@ -183,9 +151,9 @@ def resolve_policies(
     if is_system_topic:
         strategy = config.system_topic_schema_compatibility_strategy
     else:
-        strategy = SchemaCompatibilityStrategy.parse(tp.get("schemaCompatibilityStrategy"))
+        strategy = parse_strategy(tp.get("schemaCompatibilityStrategy"))
         if strategy is undefined:
-            strategy = SchemaCompatibilityStrategy.parse(ns.get("schema_compatibility_strategy"))
+            strategy = parse_strategy(ns.get("schema_compatibility_strategy"))
         if strategy is undefined:
             strategy = from_auto_update_policy(ns.get("schema_auto_update_compatibility_strategy"))
         if strategy is undefined:

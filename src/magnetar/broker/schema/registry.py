@@ -33,6 +33,7 @@ from magnetar.broker.schema.policies import (
     EffectiveSchemaPolicies,
     SchemaCompatibilityStrategy,
     SchemaRegistryConfig,
+    parse_strategy,
 )
 from magnetar.broker.schema.storage import LocatorEntry, SchemaStorage, schema_id
 from magnetar.broker.schema.types import SchemaInfo, SchemaRecord, SchemaType, SchemaVersion
@@ -75,7 +76,7 @@ class SchemaRegistry:
     ) -> bytes:
         """The 8-byte version of ``info`` on ``topic`` (existing if identical, else new)."""
         sid = schema_id(topic)
-        strategy = SchemaCompatibilityStrategy.parse(strategy)
+        strategy = parse_strategy(strategy)
         self._checker.validate(info)
         self._storage.check_size(info)
         digest = info.schema_hash()
@@ -102,7 +103,7 @@ class SchemaRegistry:
     async def check_compatibility(self, topic: Topic, info: SchemaInfo, strategy: StrategyLike) -> Verdict:
         """``(compatible, reason)`` against the live versions; writes nothing."""
         sid = schema_id(topic)
-        strategy = SchemaCompatibilityStrategy.parse(strategy)
+        strategy = parse_strategy(strategy)
         self._checker.validate(info)
         live = (await self._storage.read_locator(sid)).live()
         if any(e.hash == info.schema_hash() for e in live):
@@ -116,7 +117,7 @@ class SchemaRegistry:
         if info.type is SchemaType.AUTO_CONSUME:
             return True, ""
         sid = schema_id(topic)
-        strategy = SchemaCompatibilityStrategy.parse(strategy)
+        strategy = parse_strategy(strategy)
         live = (await self._storage.read_locator(sid)).live()
         if any(e.hash == info.schema_hash() for e in live):
             return True, ""

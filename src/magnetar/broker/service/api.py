@@ -29,6 +29,7 @@ from magnetar.managed_ledger.api import Position
 from magnetar.runtime import Clock
 
 if TYPE_CHECKING:
+    from magnetar.broker.ownership.api import NamespaceService
     from magnetar.broker.service.consumer import Consumer
     from magnetar.broker.service.producer import Producer
 
@@ -186,7 +187,7 @@ class BrokerServiceView(Protocol):
     schemas: Any  # SchemaRegistry
     supervisor: Any  # TaskSupervisor
     compaction: Any  # BrokerCompaction
-    namespace_service: Any  # broker.ownership.api.NamespaceService: bundles, owners, brokers
+    namespace_service: NamespaceService  # bundles, owners, brokers; may_redirect in a cluster
 
     async def require_namespace(self, namespace: str) -> None: ...
 
@@ -217,7 +218,7 @@ class WebBrokerView(Protocol):
     clock: Clock
     resources: Any  # BrokerResources
     schemas: Any  # SchemaRegistry
-    namespace_service: Any  # broker.ownership.api.NamespaceService
+    namespace_service: NamespaceService
     transactions: Any  # TransactionService, or None when transactions are off
     compaction: Any  # BrokerCompaction
     authentication: Any  # AuthenticationService
@@ -260,7 +261,7 @@ class MetricsSource(Protocol):
     counters: Any  # collections.Counter[str] of broker-wide events
     connections: Any  # the open connections (a sized collection)
     authentication: Any  # AuthenticationService: outcomes by provider
-    namespace_service: Any  # NamespaceService: bundles, load manager
+    namespace_service: NamespaceService  # bundles, load manager
     transactions: Any  # TransactionService, or None
     supervisor: Any  # TaskSupervisor: owns the event-loop lag sampler (metrics_process)
     resource_groups: Any  # ResourceGroupService: the groups' shares and usage (metrics_resource_groups)
@@ -280,6 +281,40 @@ class TransactionHost(Protocol):
     ml_factory: Any  # ManagedLedgerFactory: coordinator logs, pending-ack logs
     supervisor: Any  # TaskSupervisor: the coordinators' tasks
     topics: LoadedTopics
-    namespace_service: Any  # NamespaceService: who owns a coordinator's partition
+    namespace_service: NamespaceService  # who owns a coordinator's partition
 
     def broker_service_url(self, listener: str | None = None) -> str: ...
+
+
+@runtime_checkable
+class LoadBalanceHost(Protocol):
+    """What load management (``broker.loadbalance``: the reporter, the load manager and its
+    admin endpoints) may use of the broker service."""
+
+    config: Any  # BrokerConfig: loadBalancer* keys
+    clock: Clock
+    metadata_store: Any  # MetadataStore: load reports, the leader's decisions
+    resources: Any  # BrokerResources: namespace policies (bundles), isolation policies
+    topics: LoadedTopics  # per-bundle rates of the loaded topics
+    supervisor: Any  # TaskSupervisor: the reporter's and the manager's loops
+    connections: Any  # the open connections (a sized collection)
+    namespace_service: NamespaceService  # owned bundles, unload
+
+    def web_service_url(self) -> str: ...
+
+
+@runtime_checkable
+class ReplicationHost(Protocol):
+    """What geo-replication (``broker.replication.service``) may use of the broker service."""
+
+    config: Any  # BrokerConfig: cluster name, replicator rates, brokerClient* credentials
+    clock: Clock
+    metadata_store: Any  # MetadataStore: the configuration store's clusters
+    resources: Any  # BrokerResources: namespace policies, clusters
+    topics: LoadedTopics
+    schemas: Any  # SchemaRegistry: schemas a replicator registers on the remote topic
+    supervisor: Any  # TaskSupervisor: the replication check loop, replicators
+    ml_factory: Any  # ManagedLedgerFactory: topics stored here but not loaded
+    policy_documents: Any  # PolicyDocuments, or None: change notifications of policy documents
+
+    async def delete_topic(self, topic: str, force: bool = False) -> None: ...

@@ -270,7 +270,7 @@ class MessageDeduplication:
             self.last_snapshot_ms = self.topic.clock.time_ms()
             if pos > self.cursor.mark_delete_position:
                 await self.cursor.mark_delete(pos, dict(self.persisted))
-        except Exception:
+        except ManagedLedgerError:  # the next snapshot tries again
             log.warning("dedup snapshot on %s failed", self.topic.name, exc_info=True)
         finally:
             self._snapshotting = False

@@ -28,6 +28,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from magnetar.broker.errors import BrokerError
+from magnetar.managed_ledger.api import ManagedLedgerError
 from magnetar.metadata import api as md
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,7 @@ async def retire_inactive_topic(service: Any, topic: Any) -> str:
             await service.topics.delete(topic.ref, force=False)
             log.info("deleted inactive topic %s", topic.name)
             return "deleted"
-        except Exception as exc:  # a client attached meanwhile, or storage trouble
+        except (BrokerError, ManagedLedgerError, md.MetadataError) as exc:  # a client attached, or storage
             log.info("inactive topic %s not deleted (%s): unloading it", topic.name, exc)
     await service.topics.unload(topic.ref)
     return "unloaded"

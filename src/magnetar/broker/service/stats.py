@@ -60,7 +60,7 @@ def topic_stats_dict(topic: PersistentTopic, web_url: str) -> dict:
                 "msgOutCounter": 0,
                 "msgBacklog": backlog,
                 "msgBacklogNoDelayed": backlog,
-                "backlogSize": _backlog_size(cursor),
+                "backlogSize": cursor.backlog_size_bytes(),
                 "msgRateExpired": expired.rate.msg_rate if expired is not None else 0.0,
                 "totalMsgExpired": expired.total if expired is not None else 0,
                 "unackedMessages": 0,
@@ -136,13 +136,6 @@ def _offload_stats(topic: PersistentTopic) -> dict:
         "lastOffloadSuccessTimeStamp": getattr(state, "last_success_ms", 0),
         "lastOffloadFailureTimeStamp": getattr(state, "last_failure_ms", 0),
     }
-
-
-def _backlog_size(cursor) -> int:  # noqa: ANN001
-    try:
-        return int(cursor.backlog_size_bytes())
-    except Exception:
-        return 0
 
 
 def merge_topic_stats(parts: list[dict]) -> dict:

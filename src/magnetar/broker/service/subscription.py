@@ -163,9 +163,13 @@ class Subscription:
         ``acks``: (position, ack_set or None, batch size); an ack_set acknowledges the batch
         indexes whose bits are clear."""
         if self.pending_ack is None:
-            raise errors.NotAllowedError("Transactional acks need a durable subscription with transactions enabled")
+            raise errors.NotAllowedError(
+                "Transactional acks need a durable subscription with transactions enabled"
+            )
         if cumulative and self.sub_type in (SubType.Shared, SubType.Key_Shared):
-            raise errors.NotAllowedError("Cumulative acks are not allowed on Shared and Key_Shared subscriptions")
+            raise errors.NotAllowedError(
+                "Cumulative acks are not allowed on Shared and Key_Shared subscriptions"
+            )
         whole: list[Position] = []
         batch: list[tuple[Position, int, int]] = []
         for pos, ack_set, size in acks:

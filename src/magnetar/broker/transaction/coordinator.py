@@ -39,7 +39,7 @@ from magnetar.broker.transaction.errors import (
 )
 from magnetar.broker.transaction.log import RecordLog
 from magnetar.broker.transaction.model import TxnID, TxnState, check_transition
-from magnetar.managed_ledger.api import Position
+from magnetar.managed_ledger.api import ManagedLedgerError, Position
 from magnetar.runtime import Clock, TaskSupervisor, wait_for
 
 log = logging.getLogger(__name__)
@@ -305,8 +305,8 @@ class TransactionCoordinator:
         upto = self.log.last_position if oldest is None else Position(oldest.ledger_id, oldest.entry_id - 1)
         try:
             await self.log.trim_to(upto, {"seq": self.seq})
-        except Exception:
-            log.debug("trimming the transaction log %d failed", self.tc_id, exc_info=True)
+        except ManagedLedgerError:  # the next trim tries again; anything else is a bug the caller sees
+            log.warning("trimming the transaction log %d failed", self.tc_id, exc_info=True)
 
     def _count_latency(self, ms: int) -> None:
         i = next(

@@ -32,7 +32,7 @@ from typing import Any
 from magnetar.broker.transaction.errors import TransactionConflictError
 from magnetar.broker.transaction.log import RecordLog
 from magnetar.broker.transaction.model import TxnID
-from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerFactory, Position
+from magnetar.managed_ledger.api import ManagedCursor, ManagedLedgerError, ManagedLedgerFactory, Position
 
 log = logging.getLogger(__name__)
 
@@ -259,8 +259,8 @@ class PendingAckHandle:
         upto = self.log.last_position if oldest is None else Position(oldest.ledger_id, oldest.entry_id - 1)
         try:
             await self.log.trim_to(upto)
-        except Exception:
-            log.debug("trimming %s failed", self.log_name, exc_info=True)
+        except ManagedLedgerError:  # the next trim tries again; anything else is a bug the caller sees
+            log.warning("trimming %s failed", self.log_name, exc_info=True)
 
     async def close(self) -> None:
         if self.log is not None:

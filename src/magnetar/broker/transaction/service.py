@@ -73,7 +73,7 @@ class TransactionService:
                 await parts.create(*TC_ASSIGN, self.config.coordinator_count)
             except errors.AlreadyExistsError:
                 pass  # another broker created it meanwhile
-        if getattr(self.svc.namespace_service, "may_redirect", False):
+        if self.svc.namespace_service.may_redirect:
             return  # a cluster: coordinators load where their partitions' bundles go
         for tc_id in range(await self.coordinator_count()):
             await self.coordinator(tc_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from magnetar.admin_client import ClusterData
+from magnetar.admin_client import models
 from magnetar.cli.admin.common import Ctx, command, csv, kv_map
 
 
@@ -94,8 +94,8 @@ def _cluster_data_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--listener-name", help="advertised listener to use for this cluster")
 
 
-def _data(a: argparse.Namespace) -> ClusterData:
-    return ClusterData(
+def _data(a: argparse.Namespace) -> models.ClusterData:
+    return models.ClusterData(
         service_url=a.url,
         service_url_tls=a.url_secure,
         broker_service_url=a.broker_url,

@@ -111,7 +111,9 @@ def _definition_flags(p: argparse.ArgumentParser, family: str) -> None:
     p.add_argument("--parallelism", type=int, help="number of instances")
     p.add_argument("--cpu", type=float, help="cores per instance (process runtime: throttled to it)")
     p.add_argument("--ram", type=int, help="bytes of memory per instance (process runtime: enforced)")
-    p.add_argument("--disk", type=int, help="bytes of disk in its working directory (process runtime: enforced)")
+    p.add_argument(
+        "--disk", type=int, help="bytes of disk in its working directory (process runtime: enforced)"
+    )
     p.add_argument("--custom-runtime-options", help='{"runtime": "thread"|"process"}')
 
 

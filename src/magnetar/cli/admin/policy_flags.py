@@ -14,21 +14,15 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from magnetar.admin_client import (
-    BacklogQuota,
-    DispatchRate,
-    InactiveTopicPolicies,
-    PersistencePolicies,
-    RetentionPolicies,
-)
-from magnetar.admin_client.models import (
+from magnetar.admin_client import models
+from magnetar.cli.admin.common import CliUsageError, csv, size_arg, time_s_arg
+from magnetar.common.rest_enums import (
     BacklogQuotaPolicy,
     BacklogQuotaType,
     InactiveTopicDeleteMode,
     SchemaCompatibilityStrategy,
     SubscriptionType,
 )
-from magnetar.cli.admin.common import CliUsageError, csv, size_arg, time_s_arg
 
 Flags = Callable[[argparse.ArgumentParser, str], None]
 Value = Callable[[argparse.Namespace], Any]
@@ -77,10 +71,10 @@ def retention_flags(p: argparse.ArgumentParser, level: str) -> None:
     )
 
 
-def retention(a: argparse.Namespace) -> RetentionPolicies:
+def retention(a: argparse.Namespace) -> models.RetentionPolicies:
     minutes = -1 if a.time == -1 else a.time // 60
     size_mb = -1 if a.size == -1 else a.size // MB
-    return RetentionPolicies(minutes, size_mb)
+    return models.RetentionPolicies(minutes, size_mb)
 
 
 def backlog_flags(p: argparse.ArgumentParser, level: str) -> None:
@@ -113,10 +107,10 @@ def quota_type(p: argparse.ArgumentParser, level: str) -> None:
     )
 
 
-def backlog(a: argparse.Namespace) -> BacklogQuota:
+def backlog(a: argparse.Namespace) -> models.BacklogQuota:
     if a.type == BacklogQuotaType.MESSAGE_AGE and a.limit_time == -1:
         raise CliUsageError("a message_age backlog quota needs --limitTime")
-    return BacklogQuota(a.limit, a.limit_time, BacklogQuotaPolicy(a.policy))
+    return models.BacklogQuota(a.limit, a.limit_time, BacklogQuotaPolicy(a.policy))
 
 
 def persistence_flags(p: argparse.ArgumentParser, level: str) -> None:
@@ -134,8 +128,8 @@ def persistence_flags(p: argparse.ArgumentParser, level: str) -> None:
     )
 
 
-def persistence(a: argparse.Namespace) -> PersistencePolicies:
-    return PersistencePolicies(
+def persistence(a: argparse.Namespace) -> models.PersistencePolicies:
+    return models.PersistencePolicies(
         a.bookkeeper_ensemble, a.bookkeeper_write_quorum, a.bookkeeper_ack_quorum, a.ml_mark_delete_max_rate
     )
 
@@ -176,8 +170,8 @@ def dispatch_flags(prefix: str) -> Flags:
     return add
 
 
-def dispatch(a: argparse.Namespace) -> DispatchRate:
-    return DispatchRate(a.msg_rate, a.byte_rate, a.relative_to_publish_rate, a.period)
+def dispatch(a: argparse.Namespace) -> models.DispatchRate:
+    return models.DispatchRate(a.msg_rate, a.byte_rate, a.relative_to_publish_rate, a.period)
 
 
 def publish_flags(p: argparse.ArgumentParser, level: str) -> None:
@@ -214,8 +208,8 @@ def inactive_flags(p: argparse.ArgumentParser, level: str) -> None:
     )
 
 
-def inactive(a: argparse.Namespace) -> InactiveTopicPolicies:
-    return InactiveTopicPolicies(
+def inactive(a: argparse.Namespace) -> models.InactiveTopicPolicies:
+    return models.InactiveTopicPolicies(
         InactiveTopicDeleteMode(a.delete_mode), a.max_inactive_duration, a.enable_delete_while_inactive
     )
 

@@ -18,16 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from magnetar.admin_client import (
-    AutoTopicCreationOverride,
-    DelayedDeliveryPolicies,
-    PublishRate,
-    SubscribeRate,
-)
-from magnetar.admin_client.models import SchemaCompatibilityStrategy
+from magnetar.admin_client import models
 from magnetar.cli.admin import policy_flags as pf
 from magnetar.cli.admin.common import csv, size_arg, time_s_arg
 from magnetar.cli.admin.policy_flags import Flags, Value
+from magnetar.common.rest_enums import SchemaCompatibilityStrategy
 
 
 @dataclass(frozen=True)
@@ -145,7 +140,7 @@ TABLE: tuple[PolicyCmd, ...] = (
         None,
         "automatic topic creation override",
         pf.auto_topic_flags,
-        lambda a: AutoTopicCreationOverride(
+        lambda a: models.AutoTopicCreationOverride(
             a.enable, a.type, a.num_partitions if a.type == "partitioned" else None
         ),
     ),
@@ -189,7 +184,7 @@ TABLE: tuple[PolicyCmd, ...] = (
         "publish-rate",
         "per-topic publish rate",
         pf.publish_flags,
-        lambda a: PublishRate(a.msg_publish_rate, a.byte_publish_rate),
+        lambda a: models.PublishRate(a.msg_publish_rate, a.byte_publish_rate),
     ),
     P(
         "subscribe_rate",
@@ -197,7 +192,7 @@ TABLE: tuple[PolicyCmd, ...] = (
         "subscribe-rate",
         "per-consumer subscribe rate",
         pf.subscribe_flags,
-        lambda a: SubscribeRate(a.subscribe_rate, a.subscribe_rate_period),
+        lambda a: models.SubscribeRate(a.subscribe_rate, a.subscribe_rate_period),
     ),
     P(
         "max_producers",
@@ -289,7 +284,7 @@ TABLE: tuple[PolicyCmd, ...] = (
         "delayed-delivery",
         "delayed delivery",
         pf.delayed_flags,
-        lambda a: DelayedDeliveryPolicies(a.time * 1000, bool(a.enable), a.max_delay * 1000),
+        lambda a: models.DelayedDeliveryPolicies(a.time * 1000, bool(a.enable), a.max_delay * 1000),
     ),
     P(
         "subscription_types_enabled",

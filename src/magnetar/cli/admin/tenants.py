@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from magnetar.admin_client import TenantInfo
+from magnetar.admin_client import models
 from magnetar.cli.admin.common import Ctx, command, csv
 
 
@@ -45,11 +45,11 @@ def _create(c: Ctx, a: argparse.Namespace) -> None:
     clusters = (
         csv(a.allowed_clusters) if a.allowed_clusters is not None else list(c.admin.clusters.list() or [])
     )
-    c.admin.tenants.create(a.tenant, TenantInfo(tuple(csv(a.admin_roles)), tuple(clusters)))
+    c.admin.tenants.create(a.tenant, models.TenantInfo(tuple(csv(a.admin_roles)), tuple(clusters)))
 
 
 def _update(c: Ctx, a: argparse.Namespace) -> None:
-    current = TenantInfo.from_json(c.admin.tenants.get(a.tenant) or {})
+    current = models.TenantInfo.from_json(c.admin.tenants.get(a.tenant) or {})
     roles = tuple(csv(a.admin_roles)) if a.admin_roles is not None else current.admin_roles
     clusters = tuple(csv(a.allowed_clusters)) if a.allowed_clusters is not None else current.allowed_clusters
-    c.admin.tenants.update(a.tenant, TenantInfo(roles, clusters))
+    c.admin.tenants.update(a.tenant, models.TenantInfo(roles, clusters))

@@ -16,7 +16,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from magnetar.admin_client import EARLIEST, LATEST, MessageId, PeekedMessage
+from magnetar.admin_client import models
 from magnetar.cli.admin.common import CliUsageError, Ctx, command, kv_map, time_s_arg, topic_arg
 from magnetar.common.errors import InvalidArgument
 
@@ -189,13 +189,13 @@ def _reads(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-s", "--subscription", required=True, help="subscription name")
 
 
-def parse_message_id(text: str) -> MessageId:
+def parse_message_id(text: str) -> models.MessageId:
     if text == "earliest":
-        return EARLIEST
+        return models.EARLIEST
     if text == "latest":
-        return LATEST
+        return models.LATEST
     try:
-        return MessageId.parse(text)
+        return models.MessageId.parse(text)
     except InvalidArgument as e:
         raise CliUsageError(e.message) from None
 
@@ -244,7 +244,7 @@ def _message_id_by_time(c: Ctx, a: argparse.Namespace) -> None:
 def _peek(c: Ctx, a: argparse.Namespace) -> None:
     if not 1 <= a.count <= PEEK_COUNT_MAX:
         raise CliUsageError(f"--count must be between 1 and {PEEK_COUNT_MAX}")
-    messages: list[PeekedMessage] = []
+    messages: list[models.PeekedMessage] = []
     for position in range(1, a.count + 1):
         messages.extend(c.admin.topics.peek_message(a.topic, a.subscription, position))
     _print_messages(c, messages)
@@ -259,7 +259,7 @@ def _ms(text: str | None) -> str:
         return text
 
 
-def _print_messages(c: Ctx, messages: list[PeekedMessage]) -> None:
+def _print_messages(c: Ctx, messages: list[models.PeekedMessage]) -> None:
     if c.output == "json":
         c.emit([_message_json(m) for m in messages])
         return
@@ -280,7 +280,7 @@ def _print_messages(c: Ctx, messages: list[PeekedMessage]) -> None:
         c.print(hex_dump(m.payload))
 
 
-def _message_json(m: PeekedMessage) -> dict[str, Any]:
+def _message_json(m: models.PeekedMessage) -> dict[str, Any]:
     return {
         "messageId": m.message_id + (f":{m.batch_index}" if m.batch_index is not None else ""),
         "publishTime": m.publish_time,

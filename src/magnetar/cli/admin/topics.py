@@ -16,7 +16,7 @@ import argparse
 import time
 from typing import Any
 
-from magnetar.admin_client import MessageId
+from magnetar.admin_client import models
 from magnetar.cli.admin import topic_cursor_cmds
 from magnetar.cli.admin.common import CliUsageError, Ctx, command, kv_map, ns_arg, size_arg, topic_arg
 from magnetar.cli.admin.policy_cmds import register_policy_commands
@@ -388,7 +388,7 @@ def _print_status(c: Ctx, topic: str, status: dict[str, Any], title: str, noun: 
     return 0
 
 
-def first_ledger_to_keep(internal_stats: dict[str, Any], size_threshold: int) -> MessageId | None:
+def first_ledger_to_keep(internal_stats: dict[str, Any], size_threshold: int) -> models.MessageId | None:
     """Walk ledgers newest first; once their sizes exceed the threshold, offload before the last one seen."""
     ledgers = list(internal_stats.get("ledgers") or [])
     if not ledgers:
@@ -400,7 +400,7 @@ def first_ledger_to_keep(internal_stats: dict[str, Any], size_threshold: int) ->
     for ledger, size in zip(reversed(ledgers), reversed(sizes), strict=True):
         suffix += size
         if suffix > size_threshold:
-            return MessageId(previous, 0, -1)
+            return models.MessageId(previous, 0, -1)
         previous = int(ledger["ledgerId"])
     return None
 
