@@ -11,14 +11,15 @@ the rates it names.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magnetar.admin_client.core import Expect, Resource, call, seg
-from magnetar.common.rest_models import ResourceGroup
+
+if TYPE_CHECKING:  # the REST bodies (pydantic) load only where one is built
+    from magnetar.common.rest_models import ResourceGroup
 
 BASE = "/admin/v2/resourcegroups"
 
-ResourceGroupBody = ResourceGroup | Mapping[str, Any]
 
 
 class ResourceGroups(Resource):
@@ -30,10 +31,10 @@ class ResourceGroups(Resource):
         """The ResourceGroup JSON of one group."""
         return self._run(call("GET", f"{BASE}/{seg(name)}"))
 
-    def create(self, name: str, group: ResourceGroupBody) -> Any:
+    def create(self, name: str, group: ResourceGroup | Mapping[str, Any]) -> Any:
         return self._run(call("PUT", f"{BASE}/{seg(name)}", body=group, expect=Expect.NONE))
 
-    def update(self, name: str, group: ResourceGroupBody) -> Any:
+    def update(self, name: str, group: ResourceGroup | Mapping[str, Any]) -> Any:
         """Change the rates ``group`` sets; the others keep their values."""
         return self._run(call("PUT", f"{BASE}/{seg(name)}", body=group, expect=Expect.NONE))
 

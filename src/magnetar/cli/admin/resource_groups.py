@@ -12,9 +12,12 @@ a group with ``namespaces set-resource-group``.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from magnetar.cli.admin.common import Ctx, command
-from magnetar.common.rest_models import ResourceGroup
+
+if TYPE_CHECKING:  # pydantic loads only when a body is built (see cli.main)
+    from magnetar.common.rest_models import ResourceGroup
 
 RATE_FLAGS = (
     ("--msg-publish-rate", "-mp", "publish_rate_in_msgs", "messages published per second"),
@@ -63,6 +66,8 @@ def _rates(p: argparse.ArgumentParser) -> None:
 
 
 def _body(a: argparse.Namespace) -> ResourceGroup:
+    from magnetar.common.rest_models import ResourceGroup  # noqa: PLC0415
+
     return ResourceGroup(**{dest: getattr(a, dest) for _, _, dest, _ in RATE_FLAGS})
 
 
