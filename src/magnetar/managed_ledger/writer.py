@@ -7,7 +7,10 @@ that appends (a mixin: the state lives on the managed ledger, see ``ledger.py``)
 
 Adds are pipelined.  While a write handle is open, nothing is queued and the
 ledger has room, an add goes straight to ``handle.add_entry`` in the caller's
-task: issue order = call order, and BookKeeper completes in issue order.  When
+task: issue order = call order, and BookKeeper completes in issue order.
+``add_entry_nowait`` is the same fast path without a coroutine: it hands the
+ledger client's future on (through a callback that does the bookkeeping), so
+an add costs no task at all; it declines (None) whenever the slow path is due.  When
 there is no writable handle (rolling over, creating a ledger) adds wait in a
 queue kept in call-sequence order; when the next ledger is ready the queue is
 issued in order by one task per add, and until those tasks have all started
@@ -141,6 +144,89 @@ class LedgerWriter:
         pos = await self._add_slow(data, num_messages, metadata)
         self.add_latency.record((self.ctx.clock.monotonic() - t0) * 1000)
         return pos
+
+    def add_entry_nowait(
+        self, data: bytes, *, num_messages: int = 1, metadata: EntryMetadata | None = None
+    ) -> asyncio.Future[Position] | None:
+        """:meth:`add_entry` without a coroutine or task when the add can be issued at once (the
+        ledger is open, nothing is queued, the ledger client has room): the future of its
+        position, completing in call order with the same results and errors.  None otherwise:
+        then the caller awaits :meth:`add_entry` (which keeps the order: the fast path is only
+        taken while nothing waits)."""
+        handle = self._handle
+        if (
+            self.state is not MLState.LEDGER_OPENED
+            or self._queue
+            or self._unstarted
+            or handle is None
+            or self._inflight >= MAX_INFLIGHT_ADDS
+            or self._full_before_issue()
+        ):
+            return None
+        nowait = getattr(handle, "add_entry_nowait", None)
+        if nowait is None:
+            return None
+        try:
+            added = nowait(data)
+        except BKError:
+            return None  # not writable: the coroutine path fails it with the managed-ledger error
+        if added is None:
+            return None
+        if metadata is not None:
+            num_messages = metadata.num_messages
+        self._issued_entries += 1
+        self._issued_bytes += len(data)
+        self._inflight += 1
+        self._drained.clear()
+        out: asyncio.Future[Position] = added.get_loop().create_future()
+        t0 = self.ctx.clock.monotonic()
+
+        def _added(f: asyncio.Future[int]) -> None:
+            self._inflight -= 1
+            if not self._inflight:
+                self._drained.set()
+            if self._queue:
+                self._pump()
+            exc = f.exception() if not f.cancelled() else BKError("add cancelled")
+            if exc is not None:
+                self._fail_nowait(out, handle, exc)
+                return
+            ms = (self.ctx.clock.monotonic() - t0) * 1000
+            self.ledger_add_latency.record(ms)
+            self.add_latency.record(ms)
+            try:
+                pos = self._add_done(handle.ledger_id, f.result(), data, num_messages, metadata)
+            except BaseException as err:  # noqa: BLE001 -- the caller gets it, as from add_entry
+                if not out.done():
+                    out.set_exception(err)
+                return
+            if not out.done():
+                out.set_result(pos)
+
+        added.add_done_callback(_added)
+        return out
+
+    def _fail_nowait(self, out: asyncio.Future[Position], handle: WriteHandle, exc: BaseException) -> None:
+        """A fast-path add failed: as :meth:`_add_error`, now unless the ledger was fenced."""
+        if not isinstance(exc, BKError):
+            if not out.done():
+                out.set_exception(exc)
+        elif isinstance(exc, LedgerFencedError):
+
+            async def _after_roll() -> None:
+                error = await self._add_error(handle, exc)
+                if not out.done():
+                    out.set_exception(error)
+
+            try:
+                self.ctx.supervisor.spawn(_after_roll(), name="add-fenced")
+            except RuntimeError:  # shutting down: no roll to wait for
+                if not out.done():
+                    out.set_exception(self._add_failed(handle, exc))
+        elif not out.done():
+            out.set_exception(self._add_failed(handle, exc))
+        else:
+            self._add_failed(handle, exc)
 
     async def _add_slow(self, data: bytes, num_messages: int, metadata: EntryMetadata | None) -> Position:
         self._check_writable()
