@@ -146,8 +146,9 @@ class PersistentTopic(BaseTopic):
         """One add, owned by the topic (``_adds``); its result or error goes to the producer
         awaiting it (SEND_RECEIPT / SEND_ERROR); close() cancels any still running.
 
-        The hot path issues it at once (``add_entry_nowait``: no task per SEND); a retriable
-        failure, or a ledger not ready for that, takes the coroutine with its retry."""
+        It is handed to the managed ledger at once (``add_entry_nowait``: no task per SEND),
+        which issues or queues it in call order -- a SEND must never wait in a task of its own
+        while a later one overtakes it; only a retry after a retriable failure is a task."""
         nowait = getattr(self.ml, "add_entry_nowait", None)
         added = nowait(data, num_messages=n_messages) if nowait is not None else None
         if added is None:
