@@ -395,6 +395,10 @@ class LedgerWriter:
         while i < len(q) and q[i].seq < op.seq:
             i += 1
         q.insert(i, op)
+        if op.timer is None:  # it was taken from the fast path, not the queue: the deadline now
+            op.timer = op.future.get_loop().call_later(
+                self.config.add_entry_timeout_ms / 1000, self._queued_add_expired, op
+            )
         if is_terminal(self.state) or self.state is MLState.TERMINATED:
             self._fail_queue(self._state_error())
 
