@@ -80,6 +80,11 @@ class ManagedLedgerImpl(LedgerWriter):
     trim_task: asyncio.Task[None] | None = None
     trim_again = False
     ledgers_deleted = 0
+    _offload: offload_process.OffloadState | None = None  # made by the first offload step
+    # zero-entry ledgers whose BK metadata agrees / BK recovered entries in (trimmer; replaced
+    # whole, never mutated, so the shared empty default is safe)
+    verified_empty: frozenset[int] = frozenset()
+    kept_unconfirmed: frozenset[int] = frozenset()
 
     def __init__(self, name: str, config: ManagedLedgerConfig, ctx: MLContext) -> None:
         self._name = name
@@ -88,14 +93,7 @@ class ManagedLedgerImpl(LedgerWriter):
         self.state = MLState.NONE
         self.ledger_list = LedgerList()
         self.meta = LedgerMetaStore(ctx.store, name, ctx.clock)
-        self.reader = LedgerReader(
-            ctx,
-            self.ledger_list,
-            config.password,
-            lambda: self._handle,
-            lambda: self.config.read_ahead_entries,
-            lambda: self.config.offload_policies,
-        )
+        self.reader = LedgerReader(ctx, self.ledger_list, self)
         self._cursors: dict[str, ManagedCursorImpl] = {}
         # one creation per cursor name at a time: two subscribes racing on a new
         # subscription must share one cursor, not both create its metadata node
@@ -114,16 +112,29 @@ class ManagedLedgerImpl(LedgerWriter):
         self.add_latency = LatencyBuckets()
         self.ledger_add_latency = LatencyBuckets()
         self.entry_sizes = LatencyBuckets(ENTRY_SIZE_BOUNDS)  # pulsar_entry_size_le_*
-        self.verified_empty: set[int] = set()  # zero-entry ledgers whose BK metadata agrees (trimmer)
-        self.kept_unconfirmed: set[int] = set()  # zero-entry ledgers BK recovered entries in (trimmer)
         self.message_counts = MessageCounts()
-        self.offload_state = offload_process.OffloadState()
 
     # -- properties (api.ManagedLedger) -----------------------------------------------------
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def write_handle(self) -> WriteHandle | None:
+        """The handle of the ledger being written (None while rolling or closed)."""
+        return self._handle
+
+    @property
+    def offload_state(self) -> offload_process.OffloadState:
+        """Offload progress (read-only here: a shared idle state until the first offload)."""
+        return self._offload or offload_process.IDLE
+
+    def offload_progress(self) -> offload_process.OffloadState:
+        """This ledger's own offload state, made on first use (offload_process changes it)."""
+        if self._offload is None:
+            self._offload = offload_process.OffloadState()
+        return self._offload
 
     @property
     def last_confirmed_entry(self) -> Position:
