@@ -9,7 +9,9 @@ Every call still has a deadline (``timeout_ms``), so a stuck disk surfaces
 as BookieTimeoutError exactly as over the network.  The deadlines are kept
 coarsely: a call registers (deadline, task) in a dict and one watchdog timer
 per client, re-armed every ``timeout/10`` (at most 250 ms) while calls are in
-flight, cancels the overdue ones, which then raise BookieTimeoutError.  A
+flight, cancels the overdue ones, which then raise BookieTimeoutError.
+``add_entry_nowait`` is the add's hot path: no task, no coroutine, a future
+straight from the journal; its caller keeps the deadline.  A
 timer per call (``asyncio.timeout``) cost as much as the add itself: heap
 pushes and Python-level comparisons of TimerHandles for every entry.
 
@@ -85,6 +87,17 @@ class LocalBookieClient:
         self, ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, *, recovery: bool = False
     ) -> None:
         await self._call(self._storage.add_entry(ledger_id, entry_id, master_key, entry, recovery=recovery))
+
+    def add_entry_nowait(
+        self, ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, *, recovery: bool = False
+    ) -> asyncio.Future[None] | None:
+        """The add without a task: a future that completes when the entry is durable, or None
+        when it must wait for room (then use :meth:`add_entry`).  No deadline is kept here: the
+        caller (the ledger handle's add watchdog) times the future out.  Errors known at once
+        are raised at once."""
+        if self._closed:
+            raise BookieUnavailableError("client closed", self.bookie_id)
+        return self._storage.add_entry_nowait(ledger_id, entry_id, master_key, entry, recovery=recovery)
 
     async def read_entry(
         self, ledger_id: int, entry_id: int, *, fence: bool = False, master_key: bytes = b""

@@ -325,6 +325,63 @@ class LedgerStorage:
         if self.write_caches.active.size_bytes >= self._write_cache_max_bytes // 2:
             self.checkpointer.trigger()
 
+    def add_entry_nowait(
+        self, ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, *, recovery: bool = False
+    ) -> asyncio.Future[None] | None:
+        """:meth:`add_entry` without a coroutine: the add is enqueued now and the returned future
+        completes when it is durable (with the same errors).  None when the add must wait (write
+        cache or journal queue full) or is the ledger's first here: then call :meth:`add_entry`.
+        Errors found before the enqueue (bad header, fenced, read-only) are raised at once."""
+        if self.write_caches.active.size_bytes >= self._write_cache_max_bytes or not self.journal.has_room(2):
+            return None
+        st = self.table.states.get(ledger_id)
+        if st is None or st.deleted:
+            return None  # new here: the master-key record goes first (the coroutine path)
+        if st.master_key != master_key:
+            self.table.for_write(ledger_id, master_key)  # raises UnauthorizedAccessError
+        try:
+            hdr_ledger, hdr_entry, lac, _ = header_fields(entry)
+        except MalformedEntry as exc:
+            raise BadRequestError(str(exc), self.bookie_id) from None
+        if hdr_ledger != ledger_id or hdr_entry != entry_id or entry_id < 0:
+            raise BadRequestError(
+                f"entry header says {hdr_ledger}:{hdr_entry}, request says {ledger_id}:{entry_id}",
+                self.bookie_id,
+            )
+        self._check_writable()
+        if st.fenced and not recovery:
+            raise LedgerFencedError(f"ledger {ledger_id} is fenced", self.bookie_id)
+        t0 = self.clock.monotonic()
+        try:
+            durable = self.journal.append_fields_nowait(
+                RecordType.ADD,
+                ledger_id,
+                entry_id,
+                entry,
+                lambda: self._apply_add(st, ledger_id, entry_id, entry, lac),
+            )
+        except BookieError as exc:
+            self._journal_failed(exc)
+        done: asyncio.Future[None] = durable.get_loop().create_future()
+
+        def _durable(f: asyncio.Future[JournalPosition]) -> None:
+            if done.done():
+                return
+            exc = f.exception() if not f.cancelled() else BookieUnavailableError("journal stopped")
+            if exc is not None:
+                try:
+                    self._journal_failed(exc)  # type: ignore[arg-type]
+                except BaseException as err:
+                    done.set_exception(err)
+                return
+            self.add_latency.record((self.clock.monotonic() - t0) * 1000)
+            done.set_result(None)
+            if self.write_caches.active.size_bytes >= self._write_cache_max_bytes // 2:
+                self.checkpointer.trigger()
+
+        durable.add_done_callback(_durable)
+        return done
+
     async def _await_journal(self, *waits: Awaitable[object]) -> None:
         results = await asyncio.gather(*waits, return_exceptions=True)
         for r in results:

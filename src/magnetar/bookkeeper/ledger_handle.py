@@ -86,7 +86,9 @@ class PendingAdd:
     framed: bytes
     length: int
     future: asyncio.Future[int]
-    inflight: set[str] = field(default_factory=set)  # bookies with an outstanding request
+    # bookies with an outstanding request -> (future, deadline) of a nowait send (the handle's
+    # watchdog times it out), or None for a send running as a task (it times itself out)
+    inflight: dict[str, tuple[asyncio.Future[None], float] | None] = field(default_factory=dict)
     acked: set[str] = field(default_factory=set)  # bookies of the current write set that acked
 
 
@@ -125,6 +127,7 @@ class LedgerHandle:
         self._error: api.BKError | None = None
         self._reader = EntryReader(ctx, md.ledger_id, md.password)
         self.ensemble_changes = 0  # statistics
+        self._watchdog: object | None = None  # the clock's timer handle while nowait sends are out
 
     # --- ReadHandle -----------------------------------------------------------------------
     @property
@@ -193,11 +196,29 @@ class LedgerHandle:
     # --- adds --------------------------------------------------------------------------------
     async def add_entry(self, data: bytes) -> int:
         self._check_writable()
-        await self._acquire_room()
+        if self._room.locked():
+            await self._acquire_room()
+        else:
+            await self._room.acquire()  # returns at once: no timer needed
         entry_id = self._last_pushed + 1
         self._length += len(data)
         framed = encode_entry(self.ledger_id, entry_id, self._lac, self._length, data)
         return await self._push(entry_id, framed, self._length)
+
+    def add_entry_nowait(self, data: bytes) -> asyncio.Future[int] | None:
+        """:meth:`add_entry` without a coroutine when there is room for it now: the future of
+        its entry id (completing in entry order), or None when the caller must await
+        :meth:`add_entry` (the pending-add limit is reached).  Raises if the handle is not
+        writable.  Nothing cancels the future on the caller's behalf."""
+        self._check_writable()
+        room = self._room
+        if room._value <= 0 or room._waiters:  # room.locked(), without its generator
+            return None
+        room._value -= 1  # what acquire() does when not locked, without the coroutine
+        entry_id = self._last_pushed + 1
+        self._length += len(data)
+        framed = encode_entry(self.ledger_id, entry_id, self._lac, self._length, data)
+        return self._push_nowait(entry_id, framed, self._length)
 
     def add_framed_nowait(self, entry_id: int, framed: bytes, length: int) -> asyncio.Future[int]:
         """Recovery: re-add an entry exactly as the original writer framed it.  The caller
@@ -243,10 +264,82 @@ class LedgerHandle:
         return future
 
     def _send(self, p: PendingAdd) -> None:
-        for bookie in self._md.write_set(p.entry_id):
-            if bookie not in p.inflight and bookie not in p.acked:
-                p.inflight.add(bookie)
-                self._ctx.supervisor.spawn(self._send_one(p, bookie), name=f"bk-add-{self.ledger_id}")
+        ctx = self._ctx
+        for bookie in self._write_set(p.entry_id):
+            if bookie in p.inflight or bookie in p.acked:
+                continue
+            client = ctx.pool.get(bookie)
+            nowait = getattr(client, "add_entry_nowait", None)
+            if nowait is not None:
+                # The hot path (the in-process bookie): no task, no timer per add.
+                try:
+                    fut = nowait(
+                        self.ledger_id, p.entry_id, self._md.password, p.framed, recovery=self._recovery
+                    )
+                except Exception as exc:
+                    self._on_add_failed(p, bookie, exc)
+                    continue
+                if fut is not None:
+                    deadline = ctx.clock.monotonic() + ctx.config.add_timeout_ms / 1000.0
+                    p.inflight[bookie] = (fut, deadline)
+                    fut.add_done_callback(lambda f, p=p, b=bookie: self._on_nowait_done(p, b, f))
+                    if self._watchdog is None:
+                        self._arm_watchdog()
+                    continue
+            p.inflight[bookie] = None
+            ctx.supervisor.spawn(self._send_one(p, bookie), name=f"bk-add-{self.ledger_id}")
+
+    def _write_set(self, entry_id: int) -> tuple[str, ...] | list[str]:
+        """``md.write_set(entry_id)``, without the fragment search for entries of the last
+        fragment (every add of a writer): its striping is a rotation of that ensemble."""
+        md = self._md
+        first, ensemble = md.ensembles[-1]
+        n = len(ensemble)
+        if entry_id < first or md.write_quorum != n:
+            return md.write_set(entry_id)
+        if n == 1:
+            return ensemble
+        k = entry_id % n
+        return ensemble[k:] + ensemble[:k]
+
+    def _on_nowait_done(self, p: PendingAdd, bookie: str, fut: asyncio.Future[None]) -> None:
+        sent = p.inflight.get(bookie)
+        if sent is None or sent[0] is not fut:
+            return  # timed out (or re-sent) meanwhile: that outcome was already taken
+        del p.inflight[bookie]
+        exc = (
+            fut.exception()
+            if not fut.cancelled()
+            else bookie_api.BookieUnavailableError("add cancelled", bookie)
+        )
+        if exc is None:
+            self._on_add_ok(p, bookie)
+        else:
+            self._on_add_failed(p, bookie, exc)
+
+    def _arm_watchdog(self) -> None:
+        tick_s = max(0.001, min(0.25, self._ctx.config.add_timeout_ms / 10_000.0))
+        self._watchdog = self._ctx.clock.call_later(tick_s, self._expire_overdue)
+
+    def _expire_overdue(self) -> None:
+        """Every tick while nowait sends are out: a send past ``add_timeout_ms`` fails as a
+        BookieTimeoutError (its late answer is then ignored), as a timed-out task's would."""
+        self._watchdog = None
+        now = self._ctx.clock.monotonic()
+        waiting = False
+        for p in list(self._pending):
+            for bookie, sent in list(p.inflight.items()):
+                if sent is None:
+                    continue
+                if sent[1] > now:
+                    waiting = True
+                    continue
+                del p.inflight[bookie]
+                self._on_add_failed(
+                    p, bookie, bookie_api.BookieTimeoutError(f"add of entry {p.entry_id} timed out", bookie)
+                )
+        if waiting and self._state not in _TERMINAL:
+            self._arm_watchdog()
 
     async def _send_one(self, p: PendingAdd, bookie: str) -> None:
         ctx = self._ctx
@@ -262,16 +355,16 @@ class LedgerHandle:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            p.inflight.discard(bookie)
+            p.inflight.pop(bookie, None)
             self._on_add_failed(p, bookie, exc)
             return
-        p.inflight.discard(bookie)
+        p.inflight.pop(bookie, None)
         self._on_add_ok(p, bookie)
 
     def _on_add_ok(self, p: PendingAdd, bookie: str) -> None:
         if self._state in _TERMINAL or p.future.done():
             return
-        if bookie in self._md.write_set(p.entry_id):
+        if bookie in self._write_set(p.entry_id):
             p.acked.add(bookie)
             self._complete_ready()
 

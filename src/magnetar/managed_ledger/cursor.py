@@ -196,6 +196,11 @@ class ManagedCursorImpl:
             last = min(ll.entries_of(lid) - 1, pos.entry_id + (max_entries - len(out)) - 1)
             if lid == lac.ledger_id:
                 last = min(last, lac.entry_id)
+                if last < pos.entry_id:  # the list says the ledger ends before pos, yet pos <= LAC
+                    raise ManagedLedgerStorageError(
+                        f"{self._name}: {pos} is confirmed (last {lac}) but ledger {lid} has "
+                        f"{ll.entries_of(lid)} entries; not reading past it"
+                    )
             entries = await reader.read_range(lid, pos.entry_id, last)
             stop = False
             for e in entries:

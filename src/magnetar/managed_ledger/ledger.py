@@ -63,6 +63,7 @@ class ManagedLedgerImpl(LedgerWriter):
     # CPython's 30-key limit for compact (key-shared) dicts; with more it is a ~1.6 KB table.
     _handle: WriteHandle | None = None
     _unstarted = 0  # adds taken from the queue whose task has not started yet
+    _early: dict[int, AddOp] | None = None  # answered adds waiting for an earlier entry's answer
     _inflight = 0
     _issued_entries = 0
     _issued_bytes = 0

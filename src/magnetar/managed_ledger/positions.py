@@ -88,7 +88,9 @@ class LedgerList:
         lid = pos.ledger_id
         i = bisect_left(ids, lid)
         if i < len(ids) and ids[i] == lid:
-            if pos.entry_id < self.entries_of(lid):
+            lac = self.last_confirmed
+            if pos.entry_id < self.entries_of(lid) or (lid == lac.ledger_id and pos.entry_id <= lac.entry_id):
+                # (a confirmed entry exists, whatever the count says: never step over one)
                 return pos if pos.entry_id >= 0 else Position(lid, 0)
             i += 1
         for k in range(i, len(ids)):

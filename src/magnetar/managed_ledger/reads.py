@@ -58,7 +58,8 @@ class LedgerReader:
         self.read_errors = 0
 
     async def read_range(self, ledger_id: int, first: int, last: int, read_ahead: bool = True) -> list[Entry]:
-        """Entries first..last (inclusive) of one ledger; ``last`` must be confirmed."""
+        """Entries first..last (inclusive) of one ledger; ``last`` must be confirmed.  All of
+        them, in order, or ManagedLedgerStorageError: a short answer is an error."""
         cache = self._ctx.cache
         datas = cache.get_run(ledger_id, first, last)
         metas = cache.get_run_meta(ledger_id, first, len(datas)) if datas else None
@@ -88,6 +89,11 @@ class LedgerReader:
             if le.entry_id <= last:
                 out.append(Entry(Position(ledger_id, le.entry_id), le.data))
         self.entries_read += len(out) - len(datas)
+        if len(out) != last - first + 1:  # never a silent gap: a cursor would step over it
+            self.read_errors += 1
+            raise ManagedLedgerStorageError(
+                f"read {ledger_id}:{first}..{last} returned {len(out)} entries (of {last - first + 1})"
+            )
         return out
 
     async def read_entry(self, pos: Position, read_ahead: bool = True) -> Entry:

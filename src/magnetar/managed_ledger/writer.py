@@ -5,18 +5,28 @@ Theory of operation
 :class:`LedgerWriter` is the half of :class:`~magnetar.managed_ledger.ledger.ManagedLedgerImpl`
 that appends (a mixin: the state lives on the managed ledger, see ``ledger.py``).
 
-Adds are pipelined.  While a write handle is open, nothing is queued and the
-ledger has room, an add goes straight to ``handle.add_entry`` in the caller's
-task: issue order = call order, and BookKeeper completes in issue order.  When
-there is no writable handle (rolling over, creating a ledger) adds wait in a
-queue kept in call-sequence order; when the next ledger is ready the queue is
-issued in order by one task per add, and until those tasks have all started
-new adds take the same path, so nothing overtakes.  At most MAX_INFLIGHT_ADDS
-are in flight per managed ledger (below the ledger client's own pending-add
-limit, so it never makes an add wait for room, where a later caller could
-overtake it); more wait in the queue.  An add waiting for a
-ledger gives up after ``add_entry_timeout_ms`` (it was never issued, so it
-is not written).
+Adds are pipelined.  Every add -- ``add_entry_nowait`` (the broker's SEND path,
+no task at all) or the coroutine ``add_entry`` -- is issued or queued
+synchronously in call order: while a write handle is open, nothing is queued
+and the ledger client has room, it goes straight to the handle's
+``add_entry_nowait`` with a callback on the handle's future; otherwise it
+waits in a queue kept in call-sequence order, issued in order when the next
+ledger is ready (a write handle without ``add_entry_nowait``, the memory
+BookKeeper's, gets a task per queued add, and until those tasks have started
+new adds queue too).  At most MAX_INFLIGHT_ADDS are in flight per managed
+ledger; more wait in the queue.  An add waiting for a ledger gives up after
+``add_entry_timeout_ms`` (it was never issued, so it is not written).
+
+Completion order is enforced, not assumed: BookKeeper confirms in entry
+order, but the answers may reach us by routes with a different number of
+event-loop hops (that is how, once, a marker added by a coroutine at entry N
+was applied after the message at N+1: the entry count went back to N+1 under
+a last-confirmed of N+1, and a cursor stepped over N+1).  So
+``_add_finished`` applies an answered add to the ledger list only when it is
+the current ledger's next entry; one answered early waits in ``_early``.
+Hence ``last_confirmed`` -- what readers may read up to -- and the entry
+count advance one entry at a time, never past an add not yet completed;
+reads check it (a short read is an error, never a silent gap).
 
 Rollover: a ledger is full once it has been *given* ``max_entries_per_ledger``
 entries or ``max_size_per_ledger_bytes`` bytes (counting adds in flight) and
@@ -77,7 +87,7 @@ log = logging.getLogger(__name__)
 
 
 class AddOp:
-    __slots__ = ("seq", "data", "future", "issued", "num_messages", "metadata")
+    __slots__ = ("seq", "data", "future", "issued", "num_messages", "metadata", "t0", "t_issued", "timer")
 
     def __init__(
         self,
@@ -86,6 +96,7 @@ class AddOp:
         future: asyncio.Future[Position],
         num_messages: int,
         metadata: EntryMetadata | None = None,
+        t0: float = 0.0,
     ) -> None:
         self.seq = seq
         self.data = data
@@ -93,6 +104,9 @@ class AddOp:
         self.issued = False
         self.num_messages = num_messages
         self.metadata = metadata
+        self.t0 = t0  # when the add was asked for (add latency)
+        self.t_issued = t0  # when it went to the ledger (ledger add latency)
+        self.timer: asyncio.TimerHandle | None = None  # the queue deadline while waiting for a ledger
 
 
 class LedgerWriter:
@@ -103,51 +117,78 @@ class LedgerWriter:
     ) -> Position:
         """Append; pipelined calls complete in call order.  ``num_messages`` (the batch size
         from the entry's metadata, if the caller knows it) feeds the message counters;
-        ``metadata`` goes into the entry cache beside the entry (see EntryMetadata)."""
+        ``metadata`` goes into the entry cache beside the entry (see EntryMetadata).
+        Cancelling the caller drops the answer, not the add once it is issued."""
+        handle = self._handle
+        if handle is None or hasattr(handle, "add_entry_nowait") or not self._may_issue_now(handle):
+            return await self.add_entry_nowait(data, num_messages=num_messages, metadata=metadata)
+        # A write handle without add_entry_nowait (the memory BookKeeper): issued in the
+        # caller's task, as it always was; its answer goes through the same ordering.
         if metadata is not None:
             num_messages = metadata.num_messages
-        handle = self._handle
-        if (
+        loop = asyncio.get_running_loop()
+        op = AddOp(
+            next(self._seq), data, loop.create_future(), num_messages, metadata, self.ctx.clock.monotonic()
+        )
+        self._mark_issued(op)
+        try:
+            entry_id = await handle.add_entry(data)
+        except BKError as e:
+            self._add_finished(op, handle, e)
+        except BaseException:
+            self._settle(op)  # cancelled: the answer is lost (entries after it wait for the close)
+            raise
+        else:
+            self._add_finished(op, handle, None, entry_id)
+        return await op.future
+
+    def _may_issue_now(self, handle: WriteHandle) -> bool:
+        """An add may go to the ledger client at once: nothing waits before it."""
+        return (
             self.state is MLState.LEDGER_OPENED
             and not self._queue
             and not self._unstarted
-            and handle is not None
             and self._inflight < MAX_INFLIGHT_ADDS
             and not self._full_before_issue()
-        ):
-            self._issued_entries += 1
-            self._issued_bytes += len(data)
-            self._inflight += 1
-            self._drained.clear()
-            t0 = self.ctx.clock.monotonic()
-            failed: BKError | None = None
-            try:
-                entry_id = await handle.add_entry(data)
-            except BKError as e:
-                failed = e
-            finally:
-                self._inflight -= 1
-                if not self._inflight:
-                    self._drained.set()
-                if self._queue:
-                    self._pump()
-            if failed is not None:  # outside the finally: the roll waits for the drain
-                raise await self._add_error(handle, failed) from failed
-            ms = (self.ctx.clock.monotonic() - t0) * 1000
-            self.ledger_add_latency.record(ms)
-            self.add_latency.record(ms)
-            return self._add_done(handle.ledger_id, entry_id, data, num_messages, metadata)
-        t0 = self.ctx.clock.monotonic()
-        pos = await self._add_slow(data, num_messages, metadata)
-        self.add_latency.record((self.ctx.clock.monotonic() - t0) * 1000)
-        return pos
+        )
 
-    async def _add_slow(self, data: bytes, num_messages: int, metadata: EntryMetadata | None) -> Position:
-        self._check_writable()
-        if len(self._queue) + self._unstarted >= MAX_QUEUED_ADDS:
-            raise ManagedLedgerStorageError(f"{self._name}: too many pending adds ({MAX_QUEUED_ADDS})")
-        op = AddOp(next(self._seq), data, asyncio.get_running_loop().create_future(), num_messages, metadata)
+    def add_entry_nowait(
+        self, data: bytes, *, num_messages: int = 1, metadata: EntryMetadata | None = None
+    ) -> asyncio.Future[Position]:
+        """:meth:`add_entry` without a coroutine: the add is issued (or queued) now, in call
+        order, and the returned future gets its position -- futures complete in call order --
+        or its error (a state error too: nothing is raised here)."""
+        if metadata is not None:
+            num_messages = metadata.num_messages
+        clock = self.ctx.clock
+        op = AddOp(
+            next(self._seq),
+            data,
+            asyncio.get_running_loop().create_future(),
+            num_messages,
+            metadata,
+            clock.monotonic(),
+        )
+        handle = self._handle
+        if handle is not None and self._may_issue_now(handle) and self._issue(op, handle):
+            return op.future
+        self._enqueue(op)
+        return op.future
+
+    def _enqueue(self, op: AddOp) -> None:
+        """The slow path: wait in call order for a writable ledger (or for room), at most
+        ``add_entry_timeout_ms`` (an add never issued is not written)."""
+        try:
+            self._check_writable()
+            if len(self._queue) + self._unstarted >= MAX_QUEUED_ADDS:
+                raise ManagedLedgerStorageError(f"{self._name}: too many pending adds ({MAX_QUEUED_ADDS})")
+        except ManagedLedgerError as e:
+            op.future.set_exception(e)
+            return
         self._queue_for_append().append(op)
+        op.timer = op.future.get_loop().call_later(
+            self.config.add_entry_timeout_ms / 1000, self._queued_add_expired, op
+        )
         if self.state is MLState.LEDGER_OPENED:
             if self._full_before_issue() and not self._rolling:
                 self._start_roll()
@@ -155,14 +196,146 @@ class LedgerWriter:
                 self._pump()
         elif self.state is MLState.WRITE_FAILED and not self._rolling:
             self._start_roll()
-        timeout_s = self.config.add_entry_timeout_ms / 1000
+
+    def _queued_add_expired(self, op: AddOp) -> None:
+        op.timer = None
+        if not op.issued and not op.future.done():
+            op.future.set_exception(
+                ManagedLedgerStorageError(f"{self._name}: add timed out waiting for a ledger")
+            )
+
+    def _issue(self, op: AddOp, handle: WriteHandle) -> bool:
+        """Hand ``op`` to the ledger client now; False when it has no room (``op`` must wait).
+        The in-process ledger handle's ``add_entry_nowait`` takes it without a task; another
+        write handle gets one task per add (``_unstarted`` keeps later adds behind it)."""
+        nowait = getattr(handle, "add_entry_nowait", None)
+        if nowait is None:
+            self._unstarted += 1
+            self.ctx.supervisor.spawn(self._run_op(op, handle), name="add")
+            return True
         try:
-            return await asyncio.wait_for(asyncio.shield(op.future), timeout_s)
-        except TimeoutError:
-            if not op.issued:
-                op.future.cancel()
-                raise ManagedLedgerStorageError(f"{self._name}: add timed out waiting for a ledger") from None
-            return await op.future
+            added = nowait(op.data)
+        except BKError as e:  # the handle is not writable: the add fails as a failed add does
+            self._mark_issued(op)
+            self._add_finished(op, handle, e)
+            return True
+        if added is None:
+            return False
+        self._mark_issued(op)
+        added.add_done_callback(lambda f: self._handle_answered(op, handle, f))
+        return True
+
+    def _mark_issued(self, op: AddOp) -> None:
+        if op.timer is not None:
+            op.timer.cancel()
+            op.timer = None
+        op.issued = True
+        op.t_issued = self.ctx.clock.monotonic()
+        self._issued_entries += 1
+        self._issued_bytes += len(op.data)
+        self._inflight += 1
+        self._drained.clear()
+
+    def _handle_answered(self, op: AddOp, handle: WriteHandle, f: asyncio.Future[int]) -> None:
+        if f.cancelled():
+            self._add_finished(op, handle, BKError("add cancelled"))
+        elif (exc := f.exception()) is not None:
+            self._add_finished(op, handle, exc)
+        else:
+            self._add_finished(op, handle, None, f.result())
+
+    async def _run_op(self, op: AddOp, handle: WriteHandle) -> None:
+        """An add to a write handle without ``add_entry_nowait``, as a task."""
+        self._unstarted -= 1
+        if op.future.done():  # timed out while queued
+            return
+        if self._handle is not handle or self.state is not MLState.LEDGER_OPENED:
+            self._requeue(op)
+            return
+        self._mark_issued(op)
+        try:
+            entry_id = await handle.add_entry(op.data)
+        except BKError as e:
+            self._add_finished(op, handle, e)
+            return
+        self._add_finished(op, handle, None, entry_id)
+
+    def _add_finished(
+        self, op: AddOp, handle: WriteHandle, error: BaseException | None, entry_id: int = -1
+    ) -> None:
+        """The ledger client's answer for an issued add.  Successes are applied to the ledger
+        list in entry order, whatever order the answers arrive in: an entry answered before
+        its predecessor waits in ``_early`` until the predecessor is applied, so
+        ``last_confirmed`` and the current ledger's entry count only ever advance by one
+        entry, and never past an entry whose add has not completed (the invariant cursors
+        read by: see ``cursor._read_from``)."""
+        lst = self.ledger_list
+        lid = handle.ledger_id
+        if error is not None:
+            self._settle(op)
+            early, self._early = self._early, None
+            if early:  # BookKeeper confirms in entry order: nothing after a failed entry is
+                for later in early.values():  # confirmed, so these cannot be applied either
+                    self._settle(later)
+                    self._fail_add(later.future, handle, error)
+            self._fail_add(op.future, handle, error)
+        elif lid == lst.current_id and entry_id != lst.current_entries:
+            if self._early is None:
+                self._early = {}
+            self._early[entry_id] = op  # applied when the entries before it are
+            return
+        else:
+            self._apply_add(op, lid, entry_id)
+            early = self._early
+            while early and lid == lst.current_id:
+                nxt = early.pop(lst.current_entries, None)
+                if nxt is None:
+                    break
+                self._apply_add(nxt, lid, lst.current_entries)
+        if self._queue:
+            self._pump()
+
+    def _settle(self, op: AddOp) -> None:
+        self._inflight -= 1
+        if not self._inflight:
+            self._drained.set()
+
+    def _apply_add(self, op: AddOp, ledger_id: int, entry_id: int) -> None:
+        self._settle(op)
+        now = self.ctx.clock.monotonic()
+        self.ledger_add_latency.record((now - op.t_issued) * 1000)
+        self.add_latency.record((now - op.t0) * 1000)
+        try:
+            pos = self._add_done(ledger_id, entry_id, op.data, op.num_messages, op.metadata)
+        except BaseException as err:  # noqa: BLE001 -- the caller gets it, as from add_entry
+            if not op.future.done():
+                op.future.set_exception(err)
+            return
+        if not op.future.done():
+            op.future.set_result(pos)
+
+    def _fail_add(self, out: asyncio.Future[Position], handle: WriteHandle, exc: BaseException) -> None:
+        """An issued add failed: the roll starts and the caller gets the retriable
+        managed-ledger error (:meth:`_add_error`: after the roll if the ledger was fenced)."""
+        if not isinstance(exc, BKError):
+            if not out.done():
+                out.set_exception(exc)
+        elif isinstance(exc, LedgerFencedError):
+
+            async def _after_roll() -> None:
+                error = await self._add_error(handle, exc)
+                if not out.done():
+                    out.set_exception(error)
+
+            try:
+                self.ctx.supervisor.spawn(_after_roll(), name="add-fenced")
+            except RuntimeError:  # shutting down: no roll to wait for
+                if not out.done():
+                    out.set_exception(self._add_failed(handle, exc))
+        elif not out.done():
+            out.set_exception(self._add_failed(handle, exc))
+        else:
+            self._add_failed(handle, exc)
 
     async def check_writable(self) -> None:
         """WriteFailed (the last ledger creation failed): roll now and raise its error if the
@@ -197,49 +370,17 @@ class LedgerWriter:
             return
         q = self._queue
         while q and self._inflight + self._unstarted < MAX_INFLIGHT_ADDS:
+            if q[0].future.done():  # timed out while queued
+                q.popleft()
+                continue
+            if self._full_before_issue():
+                if not self._rolling:
+                    self._start_roll()
+                return
             op = q.popleft()
-            if not op.future.done():
-                self._issue(op, handle)
-
-    def _issue(self, op: AddOp, handle: WriteHandle) -> None:
-        self._unstarted += 1
-        self.ctx.supervisor.spawn(self._run_op(op, handle), name="add")
-
-    async def _run_op(self, op: AddOp, handle: WriteHandle) -> None:
-        self._unstarted -= 1
-        if op.future.done():  # timed out while queued
-            return
-        if self.state is MLState.LEDGER_OPENED and self._full_before_issue() and not self._rolling:
-            self._start_roll()
-        if self._handle is not handle or self.state is not MLState.LEDGER_OPENED:
-            self._requeue(op)
-            return
-        op.issued = True
-        self._issued_entries += 1
-        self._issued_bytes += len(op.data)
-        self._inflight += 1
-        self._drained.clear()
-        t0 = self.ctx.clock.monotonic()
-        failed: BKError | None = None
-        try:
-            entry_id = await handle.add_entry(op.data)
-        except BKError as e:
-            failed = e
-        finally:
-            self._inflight -= 1
-            if not self._inflight:
-                self._drained.set()
-            if self._queue:
-                self._pump()
-        if failed is not None:
-            error = await self._add_error(handle, failed)
-            if not op.future.done():
-                op.future.set_exception(error)
-            return
-        self.ledger_add_latency.record((self.ctx.clock.monotonic() - t0) * 1000)
-        pos = self._add_done(handle.ledger_id, entry_id, op.data, op.num_messages, op.metadata)
-        if not op.future.done():
-            op.future.set_result(pos)
+            if not self._issue(op, handle):
+                q.appendleft(op)  # no room in the ledger client: the next answer pumps again
+                return
 
     def _queue_for_append(self) -> deque[AddOp]:
         """The add queue, made on first use (an idle ledger keeps the empty tuple)."""
@@ -267,10 +408,11 @@ class LedgerWriter:
     ) -> Position:
         lst = self.ledger_list
         pos = Position(ledger_id, entry_id)
-        if ledger_id == lst.current_id:
+        if ledger_id == lst.current_id:  # entry_id == current_entries: see _add_finished
             lst.current_entries = entry_id + 1
             lst.current_size += len(data)
-        if pos > lst.last_confirmed:
+            lst.last_confirmed = pos
+        elif pos > lst.last_confirmed:  # a late answer for a ledger already closed
             lst.last_confirmed = pos
         self.entries_added += 1
         self.bytes_added += len(data)
@@ -385,6 +527,15 @@ class LedgerWriter:
             await asyncio.wait_for(self._drained.wait(), DRAIN_TIMEOUT_S)
         except TimeoutError:
             pass
+        early, self._early = self._early, None
+        for op in (early or {}).values():  # an entry before these never answered: not ours
+            self._settle(op)
+            if not op.future.done():
+                op.future.set_exception(
+                    ManagedLedgerStorageError(
+                        f"{self._name}: add to ledger {handle.ledger_id} did not complete"
+                    )
+                )
         lst = self.ledger_list
         try:
             await handle.close()

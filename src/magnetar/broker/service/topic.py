@@ -95,7 +95,7 @@ class PersistentTopic(BaseTopic):
         super().__init__(ref, config, clock, supervisor)
         self.ml = ml
         self.subscriptions: dict[str, Subscription] = {}
-        self._adds: set[asyncio.Task[Position]] = set()  # adds in flight (one per SEND)
+        self._adds: set[asyncio.Future[Position]] = set()  # adds in flight (one per SEND)
 
     # ------------------------------------------------------------ storage facts
     @property
@@ -142,28 +142,75 @@ class PersistentTopic(BaseTopic):
             fut.add_done_callback(lambda f: inbound.entry_stored(self, data, f))  # markers (.replication)
         return fut
 
-    def _start_add(self, data: bytes, n_messages: int, is_batch: bool) -> asyncio.Task[Position]:
+    def _start_add(self, data: bytes, n_messages: int, is_batch: bool) -> asyncio.Future[Position]:
         """One add, owned by the topic (``_adds``); its result or error goes to the producer
-        awaiting it (SEND_RECEIPT / SEND_ERROR); close() cancels any still running."""
-        task = asyncio.get_running_loop().create_task(self._add(data, n_messages, is_batch))
-        self._adds.add(task)
-        task.add_done_callback(self._adds.discard)
-        return task
+        awaiting it (SEND_RECEIPT / SEND_ERROR); close() cancels any still running.
 
-    async def _add(self, data: bytes, n_messages: int, is_batch: bool) -> Position:
-        for attempt in range(ADD_ATTEMPTS):
+        It is handed to the managed ledger at once (``add_entry_nowait``: no task per SEND),
+        which issues or queues it in call order -- a SEND must never wait in a task of its own
+        while a later one overtakes it; only a retry after a retriable failure is a task."""
+        nowait = getattr(self.ml, "add_entry_nowait", None)
+        added = nowait(data, num_messages=n_messages) if nowait is not None else None
+        if added is None:
+            fut: asyncio.Future[Position] = asyncio.get_running_loop().create_task(
+                self._add(data, n_messages, is_batch)
+            )
+        else:
+            fut = added.get_loop().create_future()
+            added.add_done_callback(lambda f: self._nowait_added(f, fut, data, n_messages, is_batch))
+        self._adds.add(fut)
+        fut.add_done_callback(self._adds.discard)
+        return fut
+
+    def _nowait_added(
+        self,
+        added: asyncio.Future[Position],
+        out: asyncio.Future[Position],
+        data: bytes,
+        n_messages: int,
+        is_batch: bool,
+    ) -> None:
+        if out.done():  # cancelled by close()
+            return
+        if added.cancelled():
+            out.cancel()
+            return
+        exc = added.exception()
+        if exc is None:
+            out.set_result(self._added(added.result(), data, n_messages, is_batch))
+        elif isinstance(exc, ManagedLedgerError) and self._may_retry(exc, 0):
+            retry = asyncio.get_running_loop().create_task(
+                self._add(data, n_messages, is_batch, first_attempt=1)
+            )
+            retry.add_done_callback(lambda r: _chain(r, out))
+            out.add_done_callback(lambda o: o.cancelled() and retry.cancel())
+        else:
+            out.set_exception(exc)
+
+    def _may_retry(self, exc: ManagedLedgerError, attempt: int) -> bool:
+        # A retriable storage error means the ledger is being rolled: try the new one once
+        # (receipts stay in order: the producer's FIFO waits for this add).
+        if isinstance(exc, ManagedLedgerFencedError | ManagedLedgerClosedError) and self.on_fenced:
+            self.on_fenced(self)  # another owner took the ledger: unload, reload on next use
+        if not exc.retriable or attempt + 1 >= ADD_ATTEMPTS or self.state is not TopicState.ACTIVE:
+            return False
+        log.info("add on %s failed (%s); retrying on the next ledger", self.name, exc)
+        return True
+
+    async def _add(self, data: bytes, n_messages: int, is_batch: bool, first_attempt: int = 0) -> Position:
+        if first_attempt:
+            await self.clock.sleep(ADD_RETRY_DELAY_S)
+        for attempt in range(first_attempt, ADD_ATTEMPTS):
             try:
                 pos = await self.ml.add_entry(data, num_messages=n_messages)
                 break
             except ManagedLedgerError as exc:
-                # A retriable storage error means the ledger is being rolled: try the new one
-                # once (receipts stay in order: the producer's FIFO waits for this add).
-                if isinstance(exc, ManagedLedgerFencedError | ManagedLedgerClosedError) and self.on_fenced:
-                    self.on_fenced(self)  # another owner took the ledger: unload, reload on next use
-                if not exc.retriable or attempt + 1 == ADD_ATTEMPTS or self.state is not TopicState.ACTIVE:
+                if not self._may_retry(exc, attempt):
                     raise
-                log.info("add on %s failed (%s); retrying on the next ledger", self.name, exc)
                 await self.clock.sleep(ADD_RETRY_DELAY_S)
+        return self._added(pos, data, n_messages, is_batch)
+
+    def _added(self, pos: Position, data: bytes, n_messages: int, is_batch: bool) -> Position:
         self.msg_in_counter += n_messages
         self.bytes_in_counter += len(data)
         self.last_publish_ms = self.clock.time_ms()
@@ -312,3 +359,14 @@ class PersistentTopic(BaseTopic):
     def has_clients(self) -> bool:
         replicating = any(r.backlog() > 0 for r in self.replicators.values())
         return super().has_clients or replicating
+
+
+def _chain(src: asyncio.Future[Position], dst: asyncio.Future[Position]) -> None:
+    if dst.done():
+        return
+    if src.cancelled():
+        dst.cancel()
+    elif (exc := src.exception()) is not None:
+        dst.set_exception(exc)
+    else:
+        dst.set_result(src.result())
