@@ -123,6 +123,17 @@ async def main_async(args) -> None:
             if args.rest:
                 import httpx
 
+                async def put(path: str) -> None:
+                    for attempt in range(3):
+                        try:
+                            r = await http.put(path)
+                            break
+                        except httpx.TransportError:  # a kept-alive connection the server closed
+                            if attempt == 2:
+                                raise
+                    if r.status_code not in (204, 409):
+                        raise RuntimeError(f"PUT {path}: {r.status_code} {r.text}")
+
                 limits = httpx.Limits(max_connections=args.concurrency)
                 http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{sa.web_port}", timeout=60, limits=limits)
                 await http.get("/admin/v2/clusters")  # admin routes built
@@ -136,7 +147,7 @@ async def main_async(args) -> None:
             ph.begin()
             if http is not None:
                 paths = [f"/admin/v2/persistent/public/default/mem-{i}" for i in range(n)]
-                await run_all((http.put(p) for p in paths), args.concurrency)
+                await run_all((put(p) for p in paths), args.concurrency)
             else:
                 await run_all((svc.create_non_partitioned_topic(t) for t in names), args.concurrency)
             await ph.end("topics", n)
@@ -144,7 +155,7 @@ async def main_async(args) -> None:
                 return
             ph.begin()
             if http is not None:
-                await run_all((http.put(f"{p}/subscription/sub") for p in paths), args.concurrency)
+                await run_all((put(f"{p}/subscription/sub") for p in paths), args.concurrency)
             else:
 
                 async def sub(name: str) -> None:
