@@ -281,7 +281,7 @@ class LedgerWriter:
                     self._settle(later)
                     self._fail_add(later.future, handle, error)
             self._fail_add(op.future, handle, error)
-        elif lid == lst.current_id and entry_id != lst.current_entries:
+        elif lid == lst.current_id and entry_id > lst.current_entries:
             if self._early is None:
                 self._early = {}
             self._early[entry_id] = op  # applied when the entries before it are
@@ -397,6 +397,10 @@ class LedgerWriter:
         while i < len(q) and q[i].seq < op.seq:
             i += 1
         q.insert(i, op)
+        if op.timer is None:  # it was taken from the fast path, not the queue: the deadline now
+            op.timer = op.future.get_loop().call_later(
+                self.config.add_entry_timeout_ms / 1000, self._queued_add_expired, op
+            )
         if is_terminal(self.state) or self.state is MLState.TERMINATED:
             self._fail_queue(self._state_error())
 
@@ -411,9 +415,12 @@ class LedgerWriter:
         lst = self.ledger_list
         pos = Position(ledger_id, entry_id)
         if ledger_id == lst.current_id:  # entry_id == current_entries: see _add_finished
-            lst.current_entries = entry_id + 1
+            if entry_id >= lst.current_entries:  # (never backwards, whatever happens)
+                lst.current_entries = entry_id + 1
+                lst.last_confirmed = pos
+            else:
+                log.error("%s: entry %s answered twice", self._name, pos)
             lst.current_size += len(data)
-            lst.last_confirmed = pos
         elif pos > lst.last_confirmed:  # a late answer for a ledger already closed
             lst.last_confirmed = pos
         self.entries_added += 1
