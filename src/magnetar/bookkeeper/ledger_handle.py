@@ -95,6 +95,13 @@ class PendingAdd:
 class LedgerHandle:
     """Implements :class:`~magnetar.bookkeeper.api.WriteHandle`."""
 
+    # Slots, not an instance dict: every topic holds the handle of the ledger it writes.
+    __slots__ = (
+        "_ctx", "_md", "_version", "_recovery", "_ack_needed", "_lac", "_last_pushed", "_length",
+        "_confirmed_length", "_pending", "_room", "_drained", "_failed", "_changing", "_change_task",
+        "_state", "_error", "_entry_reader", "ensemble_changes", "_watchdog", "__weakref__",
+    )  # fmt: skip
+
     def __init__(
         self,
         ctx: ClientContext,
@@ -125,9 +132,16 @@ class LedgerHandle:
         self._change_task: asyncio.Task[None] | None = None
         self._state = HandleState.OPEN
         self._error: api.BKError | None = None
-        self._reader = EntryReader(ctx, md.ledger_id, md.password)
+        self._entry_reader: EntryReader | None = None  # made by the first read
         self.ensemble_changes = 0  # statistics
         self._watchdog: object | None = None  # the clock's timer handle while nowait sends are out
+
+    @property
+    def _reader(self) -> EntryReader:
+        r = self._entry_reader
+        if r is None:
+            r = self._entry_reader = EntryReader(self._ctx, self._md.ledger_id, self._md.password)
+        return r
 
     # --- ReadHandle -----------------------------------------------------------------------
     @property

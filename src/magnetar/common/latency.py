@@ -5,7 +5,8 @@ buckets -- ``pulsar_storage_write_latency_le_0_5 .. _le_1000`` plus
 ``_overflow``, ``_count`` and ``_sum`` -- where each bucket counts only its own
 range (not cumulative, unlike a Prometheus histogram).  :class:`LatencyBuckets`
 keeps exactly that: a list of counts, one per bound plus overflow, a count
-and a sum.  Recording is one binary search over the bounds (cheap enough for
+and a sum.  Until the first value is recorded ``counts`` is a tuple of zeros shared by
+every recorder with the same bounds (a broker holds three recorders per idle topic).  Recording is one binary search over the bounds (cheap enough for
 every add on the hot path); reading is a snapshot.  Counters only grow, so a
 scraper computes rates from differences; :meth:`merge` sums recorders for
 namespace- or broker-level totals.
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cache
 
 # Pulsar's bucket bounds (ms) for pulsar_storage_write_latency_* and the ML add latency.
 WRITE_LATENCY_BOUNDS_MS: tuple[float, ...] = (0.5, 1, 5, 10, 20, 50, 100, 200, 1000)
@@ -31,26 +33,37 @@ ENTRY_SIZE_SUFFIXES: tuple[str, ...] = (
 )  # fmt: skip
 
 
+@cache
+def _zeros(bounds: tuple[float, ...]) -> tuple[int, ...]:
+    return (0,) * (len(bounds) + 1)
+
+
 @dataclass(slots=True)
 class LatencyBuckets:
     """Fixed buckets of a value (milliseconds by default; ``ENTRY_SIZE_BOUNDS`` for sizes)."""
 
     bounds: tuple[float, ...] = WRITE_LATENCY_BOUNDS_MS
-    counts: list[int] = field(default_factory=list)  # len(bounds) + 1 (overflow last)
+    # len(bounds) + 1 (overflow last); a shared tuple of zeros until the first record
+    counts: list[int] | tuple[int, ...] = ()
     count: int = 0
     sum_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.counts:
-            self.counts = [0] * (len(self.bounds) + 1)
+            self.counts = _zeros(self.bounds)
 
     def record(self, ms: float) -> None:
         self.count += 1
         self.sum_ms += ms
+        counts = self.counts
+        if type(counts) is tuple:
+            counts = self.counts = list(counts)
         # The first bound >= ms (the bucket "le" that bound), or overflow past the last.
-        self.counts[bisect_left(self.bounds, ms)] += 1
+        counts[bisect_left(self.bounds, ms)] += 1
 
     def merge(self, others: Iterable[LatencyBuckets]) -> LatencyBuckets:
+        if type(self.counts) is tuple:
+            self.counts = list(self.counts)
         for o in others:
             self.count += o.count
             self.sum_ms += o.sum_ms

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import enum
 import re
+import sys
 from dataclasses import dataclass, field
 from urllib.parse import unquote_plus
 
@@ -216,6 +217,11 @@ class TopicName:
         except InvalidNamespaceName as e:
             raise InvalidTopicName(f"invalid topic name '{self}': {e.message}", str(self)) from e
         object.__setattr__(self, "partition_index", partition_index_of(str(self)))
+        # shared by every topic of the namespace (a broker holds thousands of names)
+        object.__setattr__(self, "tenant", sys.intern(self.tenant))
+        object.__setattr__(self, "namespace_portion", sys.intern(self.namespace_portion))
+        if self.cluster is not None:
+            object.__setattr__(self, "cluster", sys.intern(self.cluster))
 
     # ------------------------------------------------------------- parsing
 

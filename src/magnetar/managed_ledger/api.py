@@ -165,6 +165,21 @@ class ManagedLedgerConfig:
     offload_policies: OffloadPolicies = OffloadPolicies()
 
 
+_SHARED_CONFIGS: dict[ManagedLedgerConfig, ManagedLedgerConfig] = {}
+_SHARED_CONFIGS_MAX = 1024
+
+
+def shared_config(config: ManagedLedgerConfig) -> ManagedLedgerConfig:
+    """The one instance equal to ``config`` (configs are frozen): ten thousand topics with the
+    same policies hold one config, not ten thousand equal copies (~0.4 KB each)."""
+    got = _SHARED_CONFIGS.get(config)
+    if got is None:
+        if len(_SHARED_CONFIGS) >= _SHARED_CONFIGS_MAX:  # many distinct configs: start again
+            _SHARED_CONFIGS.clear()
+        got = _SHARED_CONFIGS[config] = config
+    return got
+
+
 @dataclass(frozen=True)
 class LedgerInfo:
     ledger_id: int

@@ -78,13 +78,7 @@ class ManagedCursorImpl:
         self.ack_sets: dict[tuple[int, int], list[int]] = {}
         self._props: dict[str, int] = {}
         self.messages_consumed = 0
-        self._persister = (
-            CursorPersister(
-                name, ml, store, self.snapshot, self._on_durable, lambda: self.state is CursorState.OPEN
-            )
-            if store is not None
-            else None
-        )
+        self._persister = CursorPersister(name, ml, store, self) if store is not None else None
 
     # -- construction --------------------------------------------------------------------------
 
@@ -133,6 +127,10 @@ class ManagedCursorImpl:
     @property
     def durable(self) -> bool:
         return self._store is not None
+
+    @property
+    def is_open(self) -> bool:
+        return self.state is CursorState.OPEN
 
     @property
     def mark_delete_position(self) -> Position:
@@ -513,7 +511,7 @@ class ManagedCursorImpl:
             return
         await p.wait(seq)
 
-    def _on_durable(self, snap: CursorSnapshot) -> None:
+    def snapshot_durable(self, snap: CursorSnapshot) -> None:
         old_ledger = self.persisted_md.ledger_id
         self.persisted_md = Position(*snap.mark_delete)
         if self.persisted_md.ledger_id != old_ledger:

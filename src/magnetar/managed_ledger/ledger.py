@@ -22,7 +22,7 @@ import asyncio
 import itertools
 import logging
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from magnetar.bookkeeper.api import BKError, NoSuchLedgerError, WriteHandle
@@ -55,32 +55,21 @@ from magnetar.managed_ledger.writer import AddOp, LedgerWriter
 from magnetar.runtime import SlimEvent
 
 log = logging.getLogger(__name__)
+_NONE: frozenset[int] = frozenset()  # shared: each frozenset() call makes a new 216-byte set
 
 
 class ManagedLedgerImpl(LedgerWriter):
-    # Immutable starting values live on the class (shared by every instance) and become
-    # instance attributes on first assignment: an idle ledger's instance dict stays under
-    # CPython's 30-key limit for compact (key-shared) dicts; with more it is a ~1.6 KB table.
-    _handle: WriteHandle | None = None
-    _unstarted = 0  # adds taken from the queue whose task has not started yet
-    _early: dict[int, AddOp] | None = None  # answered adds waiting for an earlier entry's answer
-    _inflight = 0
-    _issued_entries = 0
-    _issued_bytes = 0
-    _rolling = False
-    _ledger_created_mono = 0.0
-    entries_added = 0
-    bytes_added = 0
-    add_errors = 0
-    messages_added = 0
-    last_ledger_created_ms = 0
-    last_ledger_creation_failure_ms = 0
-    last_write_error: ManagedLedgerError | None = None  # why the last ledger creation failed
-    terminated_position: Position | None = None
-    on_closed = None  # set by the factory
-    trim_task: asyncio.Task[None] | None = None
-    trim_again = False
-    ledgers_deleted = 0
+    # Slots, not an instance dict: a broker holds one of these per topic, idle or not.
+    __slots__ = (
+        "_name", "config", "ctx", "state", "ledger_list", "meta", "reader", "_cursors",
+        "_cursor_creations", "_seq", "_queue", "_drained", "_op_lock", "_roll_idle", "_waiters",
+        "add_latency", "ledger_add_latency", "entry_sizes", "message_counts",
+        "_handle", "_unstarted", "_early", "_inflight", "_issued_entries", "_issued_bytes",
+        "_rolling", "_ledger_created_mono", "entries_added", "bytes_added", "add_errors",
+        "messages_added", "last_ledger_created_ms", "last_ledger_creation_failure_ms",
+        "last_write_error", "terminated_position", "on_closed", "trim_task", "trim_again",
+        "ledgers_deleted", "_offload", "verified_empty", "kept_unconfirmed",
+    )  # fmt: skip
 
     def __init__(self, name: str, config: ManagedLedgerConfig, ctx: MLContext) -> None:
         self._name = name
@@ -89,14 +78,7 @@ class ManagedLedgerImpl(LedgerWriter):
         self.state = MLState.NONE
         self.ledger_list = LedgerList()
         self.meta = LedgerMetaStore(ctx.store, name, ctx.clock)
-        self.reader = LedgerReader(
-            ctx,
-            self.ledger_list,
-            config.password,
-            lambda: self._handle,
-            lambda: self.config.read_ahead_entries,
-            lambda: self.config.offload_policies,
-        )
+        self.reader = LedgerReader(ctx, self.ledger_list, self)
         self._cursors: dict[str, ManagedCursorImpl] = {}
         # one creation per cursor name at a time: two subscribes racing on a new
         # subscription must share one cursor, not both create its metadata node
@@ -115,16 +97,54 @@ class ManagedLedgerImpl(LedgerWriter):
         self.add_latency = LatencyBuckets()
         self.ledger_add_latency = LatencyBuckets()
         self.entry_sizes = LatencyBuckets(ENTRY_SIZE_BOUNDS)  # pulsar_entry_size_le_*
-        self.verified_empty: set[int] = set()  # zero-entry ledgers whose BK metadata agrees (trimmer)
-        self.kept_unconfirmed: set[int] = set()  # zero-entry ledgers BK recovered entries in (trimmer)
         self.message_counts = MessageCounts()
-        self.offload_state = offload_process.OffloadState()
+        self._handle: WriteHandle | None = None
+        self._unstarted = 0  # adds taken from the queue whose task has not started yet
+        self._early: dict[int, AddOp] | None = None  # answered adds waiting for an earlier entry's answer
+        self._inflight = 0
+        self._issued_entries = 0
+        self._issued_bytes = 0
+        self._rolling = False
+        self._ledger_created_mono = 0.0
+        self.entries_added = 0
+        self.bytes_added = 0
+        self.add_errors = 0
+        self.messages_added = 0
+        self.last_ledger_created_ms = 0
+        self.last_ledger_creation_failure_ms = 0
+        self.last_write_error: ManagedLedgerError | None = None  # why the last ledger creation failed
+        self.terminated_position: Position | None = None
+        self.on_closed: Callable[[ManagedLedgerImpl], None] | None = None  # set by the factory
+        self.trim_task: asyncio.Task[None] | None = None
+        self.trim_again = False
+        self.ledgers_deleted = 0
+        self._offload: offload_process.OffloadState | None = None  # made by the first offload step
+        # zero-entry ledgers whose BK metadata agrees / BK recovered entries in (trimmer;
+        # replaced whole, never mutated, so the shared empty default is safe)
+        self.verified_empty: frozenset[int] = _NONE
+        self.kept_unconfirmed: frozenset[int] = _NONE
 
     # -- properties (api.ManagedLedger) -----------------------------------------------------
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def write_handle(self) -> WriteHandle | None:
+        """The handle of the ledger being written (None while rolling or closed)."""
+        return self._handle
+
+    @property
+    def offload_state(self) -> offload_process.OffloadState:
+        """Offload progress (read-only here: a shared idle state until the first offload)."""
+        return self._offload or offload_process.IDLE
+
+    def offload_progress(self) -> offload_process.OffloadState:
+        """This ledger's own offload state, made on first use (offload_process changes it)."""
+        if self._offload is None:
+            self._offload = offload_process.OffloadState()
+        return self._offload
 
     @property
     def last_confirmed_entry(self) -> Position:

@@ -68,9 +68,11 @@ class OffloadInProgressError(ManagedLedgerError):
     """An offload of this managed ledger is already running."""
 
 
-@dataclass
+@dataclass(slots=True)
 class OffloadState:
-    """A managed ledger's offload progress (owned by the managed ledger)."""
+    """A managed ledger's offload progress (owned by the managed ledger).  A ledger that never
+    offloaded shows :data:`IDLE` (shared, read-only); ``ManagedLedgerImpl.offload_progress()``
+    gives it its own on the first change."""
 
     status: OffloadStatus = OffloadStatus.NOT_RUN
     last_error: str = ""
@@ -99,6 +101,17 @@ class OffloadState:
                 "batchIndex": -1,
             },
         }
+
+
+class _ReadOnlyOffloadState(OffloadState):
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("the idle offload state is shared: change ManagedLedgerImpl.offload_progress()")
+
+
+IDLE = OffloadState()
+IDLE.__class__ = _ReadOnlyOffloadState  # every field at its default, never changed
 
 
 # -- which offloader --------------------------------------------------------------------------
@@ -194,8 +207,9 @@ async def offload_one(ml: ManagedLedgerImpl, ledger_id: int, *, delete_from_book
                 await off.delete_offloaded(ledger_id, uid, done.metadata())
             raise
         await ml.reader.drop_ledger(ledger_id)
-        ml.offload_state.offloaded_ledgers += 1
-        ml.offload_state.offloaded_bytes += info.size_bytes
+        st = ml.offload_progress()
+        st.offloaded_ledgers += 1
+        st.offloaded_bytes += info.size_bytes
     if delete_from_bookkeeper:
         await delete_bk_copy(ml, ledger_id)
 
@@ -299,7 +313,7 @@ async def offload_prefix(ml: ManagedLedgerImpl, before: Position) -> Position:
 def _start(ml: ManagedLedgerImpl, before: Position, *, copies: bool = True) -> None:
     """Run in the background; ``copies=False``: only lagged BookKeeper deletes, which leave
     the status alone unless they fail."""
-    st = ml.offload_state
+    st = ml.offload_progress()
     if copies:
         st.status = OffloadStatus.RUNNING
         st.last_error = ""
@@ -338,7 +352,7 @@ def _start(ml: ManagedLedgerImpl, before: Position, *, copies: bool = True) -> N
 
 
 def _failed(ml: ManagedLedgerImpl, error: str) -> None:
-    st = ml.offload_state
+    st = ml.offload_progress()
     st.status, st.last_error = OffloadStatus.ERROR, error
     st.failures += 1
     st.errors_total += 1
@@ -356,6 +370,7 @@ def trigger(ml: ManagedLedgerImpl, before: Position) -> None:
     if writer_for(ml) is None:
         raise ManagedLedgerError("tiered storage is not configured (managedLedgerOffloadDriver)")
     if st.task is not None:  # lagged BookKeeper deletes are running: offload right after them
+        st = ml.offload_progress()
         st.pending_before = before
         st.status, st.last_error = OffloadStatus.RUNNING, ""
         return
@@ -366,7 +381,7 @@ def schedule(ml: ManagedLedgerImpl) -> None:
     """Automatic offload and BookKeeper deletion, if the policies ask and none is running."""
     st = ml.offload_state
     if st.task is not None:
-        st.rerun = True
+        ml.offload_progress().rerun = True
         return
     if ml.state in (MLState.CLOSED, MLState.FENCED, MLState.NONE):
         return

@@ -21,7 +21,7 @@ every later attempt fails the same way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from typing import Protocol
 
 from magnetar.managed_ledger.api import ManagedLedgerError, ManagedLedgerStorageError
 from magnetar.managed_ledger.snapshot import CursorSnapshot
@@ -29,22 +29,35 @@ from magnetar.managed_ledger.snapshot import CursorSnapshot
 PERSIST_WAIT_TIMEOUT_S = 60.0
 
 
+class PersistedCursor(Protocol):
+    """What the persister needs of its cursor (one object, not three closures per cursor)."""
+
+    def snapshot(self) -> CursorSnapshot: ...  # the current state
+
+    def snapshot_durable(self, snap: CursorSnapshot) -> None: ...  # ``snap`` is written
+
+    @property
+    def is_open(self) -> bool: ...  # False while closing: no rate-limit pause
+
+
 class CursorPersister:
+    # slots: one per durable cursor (a broker holds thousands of idle subscriptions)
+    __slots__ = (
+        "_name", "_ml", "_store", "_cursor", "dirty_seq", "persisted_seq", "_task", "_waiters",
+        "_last_write_mono", "_pause", "_flush_seq", "last_error",
+    )  # fmt: skip
+
     def __init__(
         self,
         name: str,
         ml,  # noqa: ANN001 - the ManagedLedgerImpl (config, ctx, schedule_trim)
         store,  # noqa: ANN001 - the CursorStore
-        snapshot: Callable[[], CursorSnapshot],
-        on_durable: Callable[[CursorSnapshot], None],
-        can_wait: Callable[[], bool],
+        cursor: PersistedCursor,
     ) -> None:
         self._name = name
         self._ml = ml
         self._store = store
-        self._snapshot = snapshot
-        self._on_durable = on_durable
-        self._can_wait = can_wait  # False while closing: no rate-limit pause
+        self._cursor = cursor
         self.dirty_seq = 0
         self.persisted_seq = 0
         self._task: asyncio.Task[None] | None = None
@@ -89,7 +102,7 @@ class CursorPersister:
         try:
             while self.persisted_seq < self.dirty_seq:
                 rate = self.rate_per_s
-                if rate > 0 and self._can_wait() and self.persisted_seq >= self._flush_seq:
+                if rate > 0 and self._cursor.is_open and self.persisted_seq >= self._flush_seq:
                     wait_s = self._last_write_mono + 1.0 / rate - clock.monotonic()
                     if wait_s > 0:
                         pause = self._pause = asyncio.ensure_future(clock.sleep(wait_s))
@@ -100,7 +113,7 @@ class CursorPersister:
                             pause.cancel()
                 seq = self.dirty_seq
                 self._last_write_mono = clock.monotonic()
-                snap = self._snapshot()
+                snap = self._cursor.snapshot()
                 try:
                     await self._store.persist(snap, self._ml.config)
                 except ManagedLedgerError as e:
@@ -109,7 +122,7 @@ class CursorPersister:
                     return  # nothing marked durable: the next change or flush retries
                 self.persisted_seq = seq
                 self.last_error = None
-                self._on_durable(snap)
+                self._cursor.snapshot_durable(snap)
                 self.resolve(seq, None)
         finally:
             self._task = None

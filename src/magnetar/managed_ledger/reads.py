@@ -21,32 +21,38 @@ positions and message ids do not change.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from typing import Protocol
 
 from magnetar.bookkeeper.api import BKError, ReadHandle
-from magnetar.managed_ledger.api import Entry, LedgerInfo, ManagedLedgerStorageError, Position
+from magnetar.managed_ledger.api import (
+    Entry,
+    LedgerInfo,
+    ManagedLedgerConfig,
+    ManagedLedgerStorageError,
+    Position,
+)
 from magnetar.managed_ledger.context import READ_HANDLES_MAX, MLContext
-from magnetar.managed_ledger.offload import DRIVERS, OffloadError, OffloadPolicies
+from magnetar.managed_ledger.offload import DRIVERS, OffloadError
 from magnetar.managed_ledger.positions import LedgerList
 
 
+class ReadSource(Protocol):
+    """What a reader needs of its managed ledger (read at each use: both change over time)."""
+
+    @property
+    def write_handle(self) -> ReadHandle | None: ...  # the ledger being written, read through it
+
+    @property
+    def config(self) -> ManagedLedgerConfig: ...  # password, read_ahead_entries, offload_policies
+
+
 class LedgerReader:
-    def __init__(
-        self,
-        ctx: MLContext,
-        ledgers: LedgerList,
-        password: bytes,
-        write_handle: Callable[[], ReadHandle | None],
-        read_ahead_entries: Callable[[], int] | None = None,
-        offload_policies: Callable[[], OffloadPolicies] | None = None,
-    ) -> None:
+    def __init__(self, ctx: MLContext, ledgers: LedgerList, source: ReadSource) -> None:
         self._ctx = ctx
         self._ledgers = ledgers
-        self._password = password
-        self._write_handle = write_handle
-        self._read_ahead_entries = read_ahead_entries or (lambda: ctx.read_ahead_entries)
-        self._offload_policies = offload_policies or (lambda: None)
-        self._handles: OrderedDict[int, ReadHandle] = OrderedDict()
+        self._source = source
+        # read handles of closed ledgers (LRU); made on the first such read
+        self._handles: OrderedDict[int, ReadHandle] | None = None
         self.entries_read_from_bookies = 0
         self.entries_read = 0  # from the cache or the bookies (pulsar_storage_read_rate)
         self.read_errors = 0
@@ -69,7 +75,7 @@ class LedgerReader:
         if start > last:
             return out
         end_of_ledger = self._ledgers.entries_of(ledger_id) - 1
-        extra = self._read_ahead_entries() if read_ahead else 0
+        extra = self._source.config.read_ahead_entries if read_ahead else 0
         fetch_last = max(last, min(last + extra, end_of_ledger))
         handle = await self._handle_for(ledger_id)
         try:
@@ -97,12 +103,15 @@ class LedgerReader:
         return got[0]
 
     async def _handle_for(self, ledger_id: int) -> ReadHandle:
-        wh = self._write_handle()
+        wh = self._source.write_handle
         if wh is not None and wh.ledger_id == ledger_id:
             return wh
-        h = self._handles.get(ledger_id)
+        handles = self._handles
+        if handles is None:
+            handles = self._handles = OrderedDict()
+        h = handles.get(ledger_id)
         if h is not None:
-            self._handles.move_to_end(ledger_id)
+            handles.move_to_end(ledger_id)
             return h
         info = self._ledgers.get(ledger_id)
         try:
@@ -110,20 +119,20 @@ class LedgerReader:
                 h = await self._open_offloaded(info)
             else:
                 bk = self._ctx.bookkeeper
-                h = await bk.open_ledger(ledger_id, password=self._password, recovery=False)
+                h = await bk.open_ledger(ledger_id, password=self._source.config.password, recovery=False)
                 if h.last_add_confirmed < self._ledgers.entries_of(ledger_id) - 1:
                     # Never closed (our close failed mid-rollover): the bookies' LAC lags the
                     # last entry.  We own the managed ledger, so recover (and close) it.
                     await _close_quietly(h)
-                    h = await bk.open_ledger(ledger_id, password=self._password, recovery=True)
+                    h = await bk.open_ledger(ledger_id, password=self._source.config.password, recovery=True)
         except BKError as e:
             raise ManagedLedgerStorageError(f"cannot open ledger {ledger_id} for reading: {e!r}") from e
         except OffloadError as e:
             self.read_errors += 1
             raise ManagedLedgerStorageError(f"cannot open offloaded ledger {ledger_id}: {e}") from e
-        self._handles[ledger_id] = h
-        while len(self._handles) > READ_HANDLES_MAX:
-            _, old = self._handles.popitem(last=False)
+        handles[ledger_id] = h
+        while len(handles) > READ_HANDLES_MAX:
+            _, old = handles.popitem(last=False)
             await _close_quietly(old)
         return h
 
@@ -134,7 +143,7 @@ class LedgerReader:
                 raise OffloadError(f"ledger {info.ledger_id} is offloaded but no offloader is configured")
             return await self._ctx.offloader.read_offloaded(info.ledger_id, "", {})
         if c.driver_name in DRIVERS and self._ctx.offloaders is not None:
-            off = self._ctx.offloaders.for_context(c, self._offload_policies())
+            off = self._ctx.offloaders.for_context(c, self._source.config.offload_policies)
         elif self._ctx.offloader is not None:
             off = self._ctx.offloader
         else:
@@ -143,13 +152,13 @@ class LedgerReader:
 
     async def drop_ledger(self, ledger_id: int) -> None:
         self._ctx.cache.invalidate_ledger(ledger_id)
-        h = self._handles.pop(ledger_id, None)
+        h = self._handles.pop(ledger_id, None) if self._handles else None
         if h is not None:
             await _close_quietly(h)
 
     async def close(self) -> None:
-        handles = list(self._handles.values())
-        self._handles.clear()
+        handles = list(self._handles.values()) if self._handles else []
+        self._handles = None
         for h in handles:
             await _close_quietly(h)
 

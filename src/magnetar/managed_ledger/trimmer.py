@@ -120,7 +120,7 @@ async def _verify_empty_ledgers(ml: ManagedLedgerImpl) -> None:
         try:
             rh = await ml.ctx.bookkeeper.open_ledger(lid, password=ml.config.password, recovery=True)
         except NoSuchLedgerError:
-            ml.verified_empty.add(lid)
+            ml.verified_empty = ml.verified_empty | {lid}
             continue
         except BKError as e:
             log.info("%s: cannot check whether ledger %d is empty (%r): kept", ml.name, lid, e)
@@ -131,9 +131,9 @@ async def _verify_empty_ledgers(ml: ManagedLedgerImpl) -> None:
         except BKError:
             pass
         if lac < 0:
-            ml.verified_empty.add(lid)
+            ml.verified_empty = ml.verified_empty | {lid}
             continue
-        ml.kept_unconfirmed.add(lid)
+        ml.kept_unconfirmed = ml.kept_unconfirmed | {lid}
         log.warning(
             "%s: ledger %d is listed with no confirmed entry but BookKeeper closed it at entry %d "
             "(adds that failed to their callers): kept, not deleted; its entries stay unlisted",

@@ -110,6 +110,8 @@ class AddOp:
 
 
 class LedgerWriter:
+    __slots__ = ()  # the state is the managed ledger's (its __slots__)
+
     # -- adds -----------------------------------------------------------------------------------
 
     async def add_entry(

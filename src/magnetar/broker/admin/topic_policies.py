@@ -56,7 +56,7 @@ from magnetar.broker.service.policies import (
 )
 from magnetar.broker.service.policy_documents import PolicyDocuments
 from magnetar.broker.service.topic import PersistentTopic
-from magnetar.managed_ledger.api import ManagedLedgerConfig, ManagedLedgerError
+from magnetar.managed_ledger.api import ManagedLedgerConfig, ManagedLedgerError, shared_config
 
 log = logging.getLogger(__name__)
 
@@ -450,7 +450,7 @@ class PolicyEnforcer:
         if primary or secondary:
             changes["placement_config"] = placement_config(primary, secondary)
         changes["offload_policies"] = effective_offload_policies(base.offload_policies, *docs)
-        return dataclasses.replace(base, **changes)
+        return shared_config(dataclasses.replace(base, **changes))
 
     async def _apply_backlog_quota(self, topic: PersistentTopic) -> None:
         """``destination_storage`` quota (in ``topic.policies``, read by producer admission):

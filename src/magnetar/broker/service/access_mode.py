@@ -40,6 +40,8 @@ MAX_WAITING_PRODUCERS = 1000
 
 
 class ProducerAccess:
+    __slots__ = ("topic", "waiting", "epoch")  # one per topic
+
     def __init__(self, topic: PersistentTopic) -> None:
         self.topic = topic
         # Producers waiting for exclusive access; a deque made on the first one (an empty deque

@@ -90,31 +90,48 @@ class TopicPolicies:
         g = values.get
         unacked_c = g("maxUnackedMessagesOnConsumer")
         unacked_s = g("maxUnackedMessagesOnSubscription")
-        return cls(
-            resolved=True,
-            max_producers=int(g("maxProducers") or 0),
-            max_consumers=int(g("maxConsumers") or 0),
-            max_consumers_per_subscription=int(g("maxConsumersPerSubscription") or 0),
-            max_subscriptions_per_topic=int(g("maxSubscriptionsPerTopic") or 0),
-            subscription_types_enabled=tuple(g("subscriptionTypesEnabled") or ()),
-            max_unacked_messages_on_consumer=None if unacked_c is None else int(unacked_c),
-            max_unacked_messages_on_subscription=None if unacked_s is None else int(unacked_s),
-            max_message_size=int(g("maxMessageSize") or 0),
-            encryption_required=bool(g("encryptionRequired")),
-            publish_rate=g("publishRate"),
-            dispatch_rate=g("dispatchRate"),
-            subscription_dispatch_rate=g("subscriptionDispatchRate"),
-            subscribe_rate=g("subscribeRate"),
-            replicator_dispatch_rate=g("replicatorDispatchRate"),
-            auto_subscription_creation=g("autoSubscriptionCreation"),
-            delayed_delivery=g("delayedDelivery"),
-            backlog_quota=backlog_quota,
-            backlog_quota_age=backlog_quota_age,
-            topic_document=topic_document or None,
+        return _shared(
+            cls(
+                resolved=True,
+                max_producers=int(g("maxProducers") or 0),
+                max_consumers=int(g("maxConsumers") or 0),
+                max_consumers_per_subscription=int(g("maxConsumersPerSubscription") or 0),
+                max_subscriptions_per_topic=int(g("maxSubscriptionsPerTopic") or 0),
+                subscription_types_enabled=tuple(g("subscriptionTypesEnabled") or ()),
+                max_unacked_messages_on_consumer=None if unacked_c is None else int(unacked_c),
+                max_unacked_messages_on_subscription=None if unacked_s is None else int(unacked_s),
+                max_message_size=int(g("maxMessageSize") or 0),
+                encryption_required=bool(g("encryptionRequired")),
+                publish_rate=g("publishRate"),
+                dispatch_rate=g("dispatchRate"),
+                subscription_dispatch_rate=g("subscriptionDispatchRate"),
+                subscribe_rate=g("subscribeRate"),
+                replicator_dispatch_rate=g("replicatorDispatchRate"),
+                auto_subscription_creation=g("autoSubscriptionCreation"),
+                delayed_delivery=g("delayedDelivery"),
+                backlog_quota=backlog_quota,
+                backlog_quota_age=backlog_quota_age,
+                topic_document=topic_document or None,
+            )
         )
 
 
 UNRESOLVED = TopicPolicies()
+_SHARED: dict[TopicPolicies, TopicPolicies] = {}
+
+
+def _shared(p: TopicPolicies) -> TopicPolicies:
+    """One instance per distinct policies without JSON documents (frozen): most topics have
+    none, and then ten thousand topics hold one TopicPolicies instead of ten thousand."""
+    try:
+        got = _SHARED.get(p)
+    except TypeError:  # holds a JSON document (a dict): kept per topic
+        return p
+    if got is None:
+        if len(_SHARED) >= 1024:
+            _SHARED.clear()
+        got = _SHARED[p] = p
+    return got
 
 
 def base_ref(ref: TopicRef) -> TopicRef:

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ADD_ATTEMPTS = 2
+_NO_ADDS: frozenset[asyncio.Future[Position]] = frozenset()  # shared (frozenset() is a new set)
 ADD_RETRY_DELAY_S = 0.05
 INT64_MAX = (1 << 63) - 1
 
@@ -95,7 +96,8 @@ class PersistentTopic(BaseTopic):
         super().__init__(ref, config, clock, supervisor)
         self.ml = ml
         self.subscriptions: dict[str, Subscription] = {}
-        self._adds: set[asyncio.Future[Position]] = set()  # adds in flight (one per SEND)
+        # adds in flight (one per SEND); a set made by the first add (an empty set is 216 B)
+        self._adds: set[asyncio.Future[Position]] | frozenset[asyncio.Future[Position]] = _NO_ADDS
 
     # ------------------------------------------------------------ storage facts
     @property
@@ -158,8 +160,11 @@ class PersistentTopic(BaseTopic):
         else:
             fut = added.get_loop().create_future()
             added.add_done_callback(lambda f: self._nowait_added(f, fut, data, n_messages, is_batch))
-        self._adds.add(fut)
-        fut.add_done_callback(self._adds.discard)
+        adds = self._adds
+        if type(adds) is frozenset:
+            adds = self._adds = set()
+        adds.add(fut)
+        fut.add_done_callback(adds.discard)
         return fut
 
     def _nowait_added(

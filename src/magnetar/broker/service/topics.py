@@ -43,7 +43,7 @@ from magnetar.broker.service.dedup import MessageDeduplication, deduplication_en
 from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.nonpersistent_topic import NonPersistentTopic
 from magnetar.broker.service.topic import PersistentTopic
-from magnetar.managed_ledger.api import ManagedLedgerConfig, ManagedLedgerError
+from magnetar.managed_ledger.api import ManagedLedgerConfig, ManagedLedgerError, shared_config
 from magnetar.metadata.api import MetadataError
 from magnetar.runtime import wait_for
 
@@ -188,10 +188,12 @@ class TopicRegistry:
             # layer), every ledger is kept until a config is applied.
             resolver = self.ml_config_for
             if resolver is not None:
-                config = await resolver(ref)
+                config = shared_config(await resolver(ref))
             else:
-                config = dataclasses.replace(
-                    self._svc.config.managed_ledger_config(), retention_time_ms=-1, retention_size_bytes=-1
+                config = shared_config(
+                    dataclasses.replace(
+                        self._svc.config.managed_ledger_config(), retention_time_ms=-1, retention_size_bytes=-1
+                    )
                 )
             ml = await self._svc.ml_factory.open(ref.managed_ledger_name, config)
             topic = PersistentTopic(ref, ml, self._svc.config, self._svc.clock, self._svc.supervisor)
