@@ -314,6 +314,9 @@ def _burst(producers: list, n: int) -> float:  # type: ignore[type-arg]
     return n / (time.perf_counter() - t0)
 
 
+QUIET_S = 15.0
+
+
 def rebalance(base: Path, zk_url: str, bookies: int, topics: int, burst: int, rate: int) -> None:
     """Three brokers; a namespace pinned to broker-0 by an isolation policy carries a steady
     stream; the pin is deleted and the leader spreads the bundles.  Figures: time from the
@@ -379,13 +382,21 @@ def rebalance(base: Path, zk_url: str, bookies: int, topics: int, burst: int, ra
             _http("DELETE", pin)
             target = -(-sum(owned0) // 3) + 1
             peak, owned, took = 0, owned0, None
+            # Settled: every broker owns some, and no bundle moved for QUIET_S.  (ThresholdShedder
+            # stops once no broker is above the average + loadBalancerBrokerThresholdShedderPercentage,
+            # which can leave one broker a bundle or two above an even split.)
+            last_change, settled = t0, None
             while time.perf_counter() - t0 < 90:
                 with lock:
                     peak = max(peak, len(pending))
                 if int((time.perf_counter() - t0) * 50) % 25 == 0:  # ownership every ~0.5 s
-                    owned = _owned(cluster, name, "public/lb")
-                    if max(owned) <= target and min(owned) > 0:
+                    now_owned = _owned(cluster, name, "public/lb")
+                    if now_owned != owned:
+                        owned, last_change = now_owned, time.perf_counter()
+                    if took is None and max(owned) <= target and min(owned) > 0:
                         took = time.perf_counter() - t0
+                    if min(owned) > 0 and time.perf_counter() - last_change >= QUIET_S:
+                        settled = last_change - t0
                         break
                 time.sleep(0.02)
             t_end = time.perf_counter() + 2
@@ -403,11 +414,16 @@ def rebalance(base: Path, zk_url: str, bookies: int, topics: int, burst: int, ra
             stats = _http("GET", f"{web}/admin/v2/brokers/leaderBroker")
             leader = stats["serviceUrl"]  # type: ignore[index]
             moved = _http("GET", f"{leader}/admin/v2/broker-stats/load-decisions")["counters"]  # type: ignore[index]
-            if took is None:
-                print(f"  rebalance: not spread within 90 s (bundles per broker {owned0} -> {owned})")
+            unloads = moved.get("bundles_unloaded", 0)
+            even = f"{took:.1f} s" if took is not None else "never (threshold shedding left it there)"
+            if settled is None:
+                print(f"  rebalance: not settled within 90 s (bundles per broker {owned0} -> {owned}; "
+                      f"{unloads} unloads by the leader)")  # fmt: skip
             else:
-                print(f"  time to rebalance: {took:.1f} s (bundles per broker {owned0} -> {owned}; "
-                      f"{moved.get('bundles_unloaded', 0)} unloads by the leader)")  # fmt: skip
+                print(f"  time to rebalance: settled {settled:.1f} s after the pin was lifted (no move in the "
+                      f"next {QUIET_S:.0f} s; bundles per broker {owned0} -> {owned}; {unloads} unloads by the "
+                      f"leader); no broker above ceil(n/3)+1 after "
+                      f"{even}")  # fmt: skip
             print(f"  messages in flight: steady peak {steady_peak}, peak during the moves {peak}; "
                   f"slowest send: steady {max(steady, default=0) * 1e3:.0f} ms, "
                   f"during the moves {max(during, default=0) * 1e3:.0f} ms")  # fmt: skip
