@@ -22,17 +22,21 @@ it.
 clusters (geo-replication: the clusters of one instance), as ``magnetar
 cluster up --configuration-metadata-store`` does.  Each cluster uses its own ZooKeeper chroot (``/magnetar-<hex>``), so several
 clusters can share one ZooKeeper server (the per-run ``zookeeper_server``
-fixture).
+fixture).  :func:`admin_call` / :func:`admin_ok` are the tests' admin REST
+requests against a cluster's brokers (status and decoded body; no raise).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -60,6 +64,26 @@ def stop_child(proc: subprocess.Popen, timeout_s: float = 20.0) -> int | None:
             proc.kill()
             proc.wait(30)
     return proc.returncode
+
+
+def admin_call(method: str, url: str, body: object = None, timeout_s: float = 60.0) -> tuple[int, object]:
+    """One admin REST request with a JSON body (if any): the status and the decoded JSON answer
+    (the text when it is not a JSON document); a non-2xx answer is returned, not raised."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            raw = r.read()
+            return r.status, (json.loads(raw) if raw and raw[:1] in b"[{" else raw.decode())
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def admin_ok(status_body: tuple[int, object]) -> object:
+    """The body of an :func:`admin_call` answered 200 or 204 (AssertionError with the body otherwise)."""
+    status, body = status_body
+    assert status in (200, 204), body
+    return body
 
 
 class ClusterProcesses:
