@@ -314,7 +314,12 @@ def test_publish_rate_limit_caps_measured_rate(http: httpx.Client, client: pulsa
     print(f"publish rate: unlimited {unlimited} msg/s, limited to 20: {limited / 2.5:.1f} msg/s")
     assert limited <= 20 * 3 + 3, (limited, unlimited)  # at most 3 one-second windows of 20
     assert http.delete(f"{base}/publishRate").status_code == 204
-    assert _sync_sends_in(p, 1.0) > 40  # lifted without a restart
+    # lifted without a restart: the next policy pass drops the limit (a window may still straddle it)
+    deadline = time.monotonic() + 20
+    lifted = _sync_sends_in(p, 1.0)
+    while lifted <= 40 and time.monotonic() < deadline:
+        lifted = _sync_sends_in(p, 1.0)
+    assert lifted > 40, lifted
     p.close()
 
 
