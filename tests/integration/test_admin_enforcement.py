@@ -260,10 +260,12 @@ def test_inactive_topic_policies_delete_idle_topic(http: httpx.Client, client: p
         "deleteWhileInactive": True,
     }
     assert http.post(f"{V2}/namespaces/enf/idle/inactiveTopicPolicies", json=pol).status_code == 204
-    client.create_producer("persistent://enf/idle/gone").close()
+    producer = client.create_producer("persistent://enf/idle/gone")
     consumer = client.subscribe("persistent://enf/idle/kept", "s")  # has a subscription: kept
     consumer.close()
+    # listed while its producer keeps it active (after 1 s idle it may go at any moment)
     assert "persistent://enf/idle/gone" in http.get(f"{V2}/persistent/enf/idle").json()
+    producer.close()
     deadline = time.monotonic() + 10
     while (
         time.monotonic() < deadline
