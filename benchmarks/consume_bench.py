@@ -17,7 +17,8 @@ the same minute on the same machine.  Per round and per tree:
 
 ``--null`` adds the null broker (``benchmarks/null_broker.py``: the codec and
 nothing else) as a ceiling for the same client.  Rounds interleave the trees
-(A B A B ...) and the medians are printed with the load average.
+(A B A B ...) and the medians are printed with the load average.  The client,
+publishing, backlog reading and the null broker's start are ``e2e_bench.py``'s.
 
     .venv/bin/python benchmarks/consume_bench.py [--src /tmp/base/src --src src]
         [--messages 50000] [--batched-messages 200000] [--rounds 3] [--null]
@@ -27,68 +28,32 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
-import pulsar
+from e2e_bench import _client, _cpu, consume_backlog, start_null_broker
+from e2e_bench import publish as fill
 
 from magnetar.testing.standalone import StandaloneProcess
 
-SIZE_BYTES = 1024
 HERE = Path(__file__).resolve().parent
 
 
-def _client(url: str) -> pulsar.Client:
-    return pulsar.Client(
-        url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
-    )
-
-
-def fill(client: pulsar.Client, topic: str, n: int, batching: bool) -> None:
-    producer = client.create_producer(
-        topic,
-        batching_enabled=batching,
-        batching_max_publish_delay_ms=1,
-        batching_max_messages=1000,
-        max_pending_messages=5000,
-        block_if_queue_full=True,
-    )
-    payload = b"x" * SIZE_BYTES
-    for _ in range(n):
-        producer.send_async(payload, None)
-    producer.flush()
-    producer.close()
-
-
-def consume(consumer: pulsar.Consumer, n: int, pid: int | None) -> tuple[float, float, float]:
+def consume(consumer, n: int, pid: int | None) -> tuple[float, float, float]:  # noqa: ANN001
     """(msg/s, broker CPU % over the run, broker CPU µs per message) reading ``n`` messages
     with individual acks.  On a shared machine the rate swings with the load; the broker's
     CPU time per message does not, so it is the figure to compare trees by."""
     proc = psutil.Process(pid) if pid else None
-    c0 = proc.cpu_times() if proc else None
+    c0 = _cpu(proc)
     t0 = time.perf_counter()
-    got = 0
-    while got < n:
-        try:
-            msg = consumer.receive(timeout_millis=10_000)
-        except pulsar.Timeout:
-            break
-        consumer.acknowledge(msg)
-        got += 1
+    rate = consume_backlog(consumer, n)
     elapsed = time.perf_counter() - t0
-    cpu_s = 0.0
-    if proc is not None and c0 is not None:
-        c1 = proc.cpu_times()
-        cpu_s = (c1.user - c0.user) + (c1.system - c0.system)
-    if got < n:
-        print(f"  warning: consumed only {got} of {n}", file=sys.stderr)
-    return got / elapsed, cpu_s / elapsed * 100, cpu_s * 1e6 / max(got, 1)
+    cpu_s = _cpu(proc) - c0
+    got = rate * elapsed
+    return rate, cpu_s / elapsed * 100, cpu_s * 1e6 / max(got, 1)
 
 
 def suite(url: str, pid: int | None, messages: int, batched_messages: int) -> dict[str, float]:
@@ -122,15 +87,9 @@ def run_tree(src: Path, args: argparse.Namespace) -> dict[str, float]:
 
 
 def run_null(args: argparse.Namespace) -> dict[str, float]:
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE / "null_broker.py")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
+    proc, url = start_null_broker()
     try:
-        assert proc.stdout is not None
-        m = re.search(r"(pulsar://\S+)", proc.stdout.readline().decode())
-        if not m:
-            raise RuntimeError("null broker did not start")
-        return suite(m.group(1), proc.pid, args.messages, args.batched_messages)
+        return suite(url, proc.pid, args.messages, args.batched_messages)
     finally:
         proc.kill()
         proc.wait()

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess, serving, unique_topic
+from magnetar.testing.standalone import StandaloneProcess, serving, stop_after_last_user, unique_topic
 
 
 @pytest.fixture(scope="session")
-def standalone(tmp_path_factory: pytest.TempPathFactory):
-    yield from serving(StandaloneProcess(tmp_path_factory.mktemp("nativeclient") / "data"))
+def standalone(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    served = serving(StandaloneProcess(tmp_path_factory.mktemp("nativeclient") / "data"))
+    proc = next(served)
+    stop_after_last_user(request, proc.terminate)  # not idle through the later directories
+    yield proc
+    yield from served  # the kit's teardown: it must have exited 0
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess, serving, unique_topic
+from magnetar.testing.standalone import StandaloneProcess, serving, stop_after_last_user, unique_topic
 
 try:  # not a module-level importorskip: that would also skip the codec's golden-frame tests here
     import pulsar
@@ -29,10 +29,14 @@ def _pulsar_logger():
 
 
 @pytest.fixture(scope="session")
-def standalone(tmp_path_factory: pytest.TempPathFactory):
+def standalone(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     if pulsar is None:
         pytest.skip("the official pulsar-client is not installed (it is in the test extra)")
-    yield from serving(StandaloneProcess(tmp_path_factory.mktemp("compat") / "data"))
+    served = serving(StandaloneProcess(tmp_path_factory.mktemp("compat") / "data"))
+    proc = next(served)
+    stop_after_last_user(request, proc.terminate)  # not idle through the later directories
+    yield proc
+    yield from served  # the kit's teardown: it must have exited 0
 
 
 def make_client(service_url: str, **kwargs):

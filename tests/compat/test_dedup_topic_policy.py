@@ -12,22 +12,16 @@ import uuid
 import httpx
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
-
 pulsar = pytest.importorskip("pulsar")
 
 pytestmark = pytest.mark.compat
 
 
-@pytest.fixture(scope="module")
-def plain_broker(tmp_path_factory):
-    reason = broker_unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    proc = StandaloneProcess(tmp_path_factory.mktemp("tdedup") / "data", extra_args=["--no-functions-worker"])
-    proc.start()
-    yield proc
-    proc.terminate()
+@pytest.fixture
+def plain_broker(standalone):
+    """The compat suite's standalone (default configuration: brokerDeduplicationEnabled=false);
+    each test uses its own topics and namespace."""
+    return standalone
 
 
 def _send_with_repeats(client, topic: str) -> list[bytes]:
@@ -55,9 +49,9 @@ def _send_with_repeats(client, topic: str) -> list[bytes]:
 
 def _set_topic_dedup(web_url: str, topic: str, value: bool) -> None:
     path = topic.replace("persistent://", "persistent/")
-    r = httpx.post(f"{web_url}/admin/v2/{path}/deduplicationEnabled", json=value, timeout=10)
+    r = httpx.post(f"{web_url}/admin/v2/{path}/deduplicationEnabled", json=value, timeout=60)
     assert r.status_code in (200, 204), r.text
-    got = httpx.get(f"{web_url}/admin/v2/{path}/deduplicationEnabled", timeout=10)
+    got = httpx.get(f"{web_url}/admin/v2/{path}/deduplicationEnabled", timeout=60)
     assert got.json() is value
 
 
@@ -80,8 +74,8 @@ def test_topic_level_false_overrides_namespace_true(plain_broker):
     u = uuid.uuid4().hex[:8]
     ns = f"public/tdns-{u}"
     web = plain_broker.web_url
-    assert httpx.put(f"{web}/admin/v2/namespaces/{ns}", json={}, timeout=10).status_code in (200, 204)
-    r = httpx.post(f"{web}/admin/v2/namespaces/{ns}/deduplication", json=True, timeout=10)
+    assert httpx.put(f"{web}/admin/v2/namespaces/{ns}", json={}, timeout=60).status_code in (200, 204)
+    r = httpx.post(f"{web}/admin/v2/namespaces/{ns}/deduplication", json=True, timeout=60)
     assert r.status_code in (200, 204), r.text
     excluded, covered = f"persistent://{ns}/excluded", f"persistent://{ns}/covered"
     client = pulsar.Client(plain_broker.broker_url, operation_timeout_seconds=10)

@@ -260,10 +260,12 @@ def test_inactive_topic_policies_delete_idle_topic(http: httpx.Client, client: p
         "deleteWhileInactive": True,
     }
     assert http.post(f"{V2}/namespaces/enf/idle/inactiveTopicPolicies", json=pol).status_code == 204
-    client.create_producer("persistent://enf/idle/gone").close()
+    producer = client.create_producer("persistent://enf/idle/gone")
     consumer = client.subscribe("persistent://enf/idle/kept", "s")  # has a subscription: kept
     consumer.close()
+    # listed while its producer keeps it active (after 1 s idle it may go at any moment)
     assert "persistent://enf/idle/gone" in http.get(f"{V2}/persistent/enf/idle").json()
+    producer.close()
     deadline = time.monotonic() + 10
     while (
         time.monotonic() < deadline
@@ -314,7 +316,12 @@ def test_publish_rate_limit_caps_measured_rate(http: httpx.Client, client: pulsa
     print(f"publish rate: unlimited {unlimited} msg/s, limited to 20: {limited / 2.5:.1f} msg/s")
     assert limited <= 20 * 3 + 3, (limited, unlimited)  # at most 3 one-second windows of 20
     assert http.delete(f"{base}/publishRate").status_code == 204
-    assert _sync_sends_in(p, 1.0) > 40  # lifted without a restart
+    # lifted without a restart: the next policy pass drops the limit (a window may still straddle it)
+    deadline = time.monotonic() + 20
+    lifted = _sync_sends_in(p, 1.0)
+    while lifted <= 40 and time.monotonic() < deadline:
+        lifted = _sync_sends_in(p, 1.0)
+    assert lifted > 40, lifted
     p.close()
 
 

@@ -1,7 +1,14 @@
-"""A module-scoped ``magnetar standalone`` subprocess for the admin REST tests.
+"""One ``magnetar standalone`` subprocess shared by the admin REST test modules.
 
 A subprocess (not in-process) so the official, blocking ``pulsar`` client can
-run in the test thread.  Policy checks and stats sampling are set fast.
+run in the test thread.  Policy checks and stats sampling are set fast.  The ten
+modules that import ``standalone`` (test_admin_*, test_brokerfix_policies,
+test_dispatch_rate_official, test_load_admin_standalone) share ONE process per
+run (``admin_standalone`` in this directory's conftest.py): each uses its own
+tenants, namespaces and topics, and puts back the cluster-wide settings it
+changes (clusters, failure domains, isolation policies, dynamic configuration,
+public/default's policies), so starting one per module (5-40 s each on a loaded
+2-core machine) bought no isolation.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
+from magnetar.testing.standalone import StandaloneProcess
 
 FAST_PROPERTIES = {
     "magnetarPolicyCheckIntervalMs": "200",
@@ -33,15 +40,8 @@ def start_standalone(tmp: Path, properties: dict[str, str] | None = None) -> Sta
 
 
 @pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneProcess]:
-    reason = broker_unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    proc = start_standalone(tmp_path_factory.mktemp("admin"))
-    try:
-        yield proc
-    finally:
-        proc.terminate()
+def standalone(admin_standalone: StandaloneProcess) -> StandaloneProcess:
+    return admin_standalone
 
 
 @pytest.fixture(scope="module")

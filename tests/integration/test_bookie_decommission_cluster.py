@@ -32,9 +32,9 @@ from magnetar.bookie.wire_client import WireBookieClient
 from magnetar.bookkeeper.metadata import LedgerMetadataStore
 from magnetar.metadata.factory import create_metadata_store
 from magnetar.runtime import RealClock
-from magnetar.testing.cluster import ClusterProcesses
+from magnetar.testing.cluster import ClusterProcesses, serving_cluster
 from magnetar.testing.standalone import broker_unavailable_reason
-from magnetar.testing.zookeeper import in_ci
+from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401
 
 pulsar = pytest.importorskip("pulsar")
 pytestmark = [
@@ -45,15 +45,8 @@ TOPIC = f"persistent://public/default/decommission-{uuid.uuid4().hex[:6]}"
 
 
 @pytest.fixture
-def cluster(tmp_path):
-    from magnetar.app.zookeeper_server import find_zookeeper
-
-    found = find_zookeeper()
-    if isinstance(found, str):
-        if in_ci():
-            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}")
-        pytest.skip(found)
-    c = ClusterProcesses(
+def cluster(tmp_path, zookeeper_server):
+    yield from serving_cluster(
         tmp_path / "cluster",
         brokers=1,
         bookies=3,
@@ -73,9 +66,8 @@ def cluster(tmp_path):
             "auditorPeriodicCheckInterval": "3600",
             "openLedgerRereplicationGracePeriod": "1000",
         },
+        zookeeper_url=zookeeper_server.url,  # the run's ZooKeeper; the cluster has its own chroot
     )
-    with c:
-        yield c
 
 
 def run(coro):  # noqa: ANN001, ANN201

@@ -32,6 +32,7 @@ import pytest
 from magnetar.testing.cluster import ClusterProcesses, serving_cluster
 from magnetar.testing.standalone import broker_unavailable_reason
 from magnetar.testing.streams import NumberedStream
+from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401
 
 pulsar = pytest.importorskip("pulsar")
 pytestmark = [
@@ -46,7 +47,7 @@ CLUSTER = "mustshow"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(tmp_path_factory, zookeeper_server):
     yield from serving_cluster(
         tmp_path_factory.mktemp("mustshow"),
         brokers=3,
@@ -63,6 +64,7 @@ def cluster(tmp_path_factory):
             "auditorPeriodicCheckInterval": "5",
             "openLedgerRereplicationGracePeriod": "1000",
         },
+        zookeeper_url=zookeeper_server.url,  # the run's ZooKeeper; the cluster has its own chroot
     )
 
 

@@ -21,9 +21,9 @@ import uuid
 
 import pytest
 
-from magnetar.testing.cluster import ClusterProcesses
+from magnetar.testing.cluster import serving_cluster
 from magnetar.testing.standalone import broker_unavailable_reason
-from magnetar.testing.zookeeper import in_ci
+from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401
 
 pulsar = pytest.importorskip("pulsar")
 httpx = pytest.importorskip("httpx")
@@ -37,17 +37,14 @@ TOTAL = PARTITIONS * PER_PARTITION
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    from magnetar.app.zookeeper_server import find_zookeeper
-
-    found = find_zookeeper()
-    if isinstance(found, str):
-        if in_ci():
-            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}")
-        pytest.skip(found)
-    c = ClusterProcesses(tmp_path_factory.mktemp("padmin"), brokers=3, bookies=2, proxy=True)
-    with c:
-        yield c
+def cluster(tmp_path_factory, zookeeper_server):
+    yield from serving_cluster(
+        tmp_path_factory.mktemp("padmin"),
+        brokers=3,
+        bookies=2,
+        proxy=True,
+        zookeeper_url=zookeeper_server.url,  # the run's ZooKeeper; the cluster has its own chroot
+    )
 
 
 _HTTP = httpx.Client(timeout=120, follow_redirects=True)
@@ -147,46 +144,28 @@ def test_partitioned_topic_admin_through_every_broker_and_the_proxy(cluster):
             )
 
         # ---- cursor moves on every partition, each asked of a different broker, seen from another
-        status, body = _call("POST", f"{b1}{base}/subscription/s/skip_all")
-        check(
-            "skip_all (clear-backlog) via broker-1",
-            status == 204 and backlog(b2) == 0,
-            (status, body, backlog(b2)),
-        )
-        status, body = _call("POST", f"{proxy}{base}/subscription/s/resetcursor/0")
-        check(
-            "reset by time via the proxy", status == 204 and backlog(b0) == TOTAL, (status, body, backlog(b0))
-        )
-        status, body = _call("POST", f"{b2}{base}/all_subscription/expireMessages/0")
-        check(
-            "expire on all subscriptions via broker-2",
-            status == 204 and backlog(b1) == 0,
-            (status, body, backlog(b1)),
-        )
-        _call("POST", f"{b0}{base}/subscription/s/resetcursor/0")
-        status, body = _call("POST", f"{b1}{base}/subscription/s/expireMessages/0")
-        check(
-            "expire on one subscription via broker-1",
-            status == 204 and backlog(b2) == 0,
-            (status, body, backlog(b2)),
-        )
-        _call("POST", f"{b0}{base}/subscription/s/resetcursor/0")
+        def moved(what: str, method: str, url: str, seen_from: str, want: int) -> None:
+            status, body = _call(method, url)
+            seen = backlog(seen_from)
+            check(what, status == 204 and seen == want, (status, body, seen))
+
+        moved("skip_all (clear-backlog) via broker-1", "POST", f"{b1}{base}/subscription/s/skip_all", b2, 0)
+        moved("reset by time via the proxy", "POST", f"{proxy}{base}/subscription/s/resetcursor/0", b0, TOTAL)
+        clears = [  # each empties the backlog again after a reset to the start
+            ("expire on all subscriptions via broker-2", f"{b2}{base}/all_subscription/expireMessages/0", b1),
+            ("expire on one subscription via broker-1", f"{b1}{base}/subscription/s/expireMessages/0", b2),
+            ("namespace clearBacklog via broker-1", f"{b1}/admin/v2/namespaces/{ns}/clearBacklog", b0),
+            (
+                "namespace clearBacklog/s via the proxy",
+                f"{proxy}/admin/v2/namespaces/{ns}/clearBacklog/s",
+                b2,
+            ),
+        ]
+        for what, url, seen_from in clears:
+            moved(what, "POST", url, seen_from, 0)
+            _call("POST", f"{b0}{base}/subscription/s/resetcursor/0")
         out = _cli(b2, "topics", "clear-backlog", "-s", "s", topic)
         check("magnetar admin topics clear-backlog via broker-2", backlog(proxy) == 0, (out, backlog(proxy)))
-        _call("POST", f"{b0}{base}/subscription/s/resetcursor/0")
-        status, body = _call("POST", f"{b1}/admin/v2/namespaces/{ns}/clearBacklog")
-        check(
-            "namespace clearBacklog via broker-1",
-            status == 204 and backlog(b0) == 0,
-            (status, body, backlog(b0)),
-        )
-        _call("POST", f"{b0}{base}/subscription/s/resetcursor/0")
-        status, body = _call("POST", f"{proxy}/admin/v2/namespaces/{ns}/clearBacklog/s")
-        check(
-            "namespace clearBacklog/s via the proxy",
-            status == 204 and backlog(b2) == 0,
-            (status, body, backlog(b2)),
-        )
 
         # ---- subscriptions created and deleted on every partition
         status, body = _call("PUT", f"{proxy}{base}/subscription/s2", {"ledgerId": -1, "entryId": -1})

@@ -21,10 +21,9 @@ import uuid
 import pytest
 
 from magnetar.app.cluster_launch import pid_alive
-from magnetar.app.zookeeper_server import find_zookeeper
 from magnetar.testing.cluster import ClusterProcesses
 from magnetar.testing.standalone import broker_unavailable_reason
-from magnetar.testing.zookeeper import in_ci, zookeeper_server_fixture  # noqa: F401
+from magnetar.testing.zookeeper import require_zookeeper, zookeeper_server_fixture  # noqa: F401
 
 pulsar = pytest.importorskip("pulsar")
 pytestmark = [
@@ -62,11 +61,7 @@ def round_trip(url: str, n: int = 50, topic: str | None = None) -> None:
 
 
 def test_cluster_up_status_down(tmp_path):
-    found = find_zookeeper()
-    if isinstance(found, str):
-        if in_ci():
-            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}")
-        pytest.skip(found)
+    require_zookeeper()  # ``cluster up`` starts its own ZooKeeper from the Debian package
     data = tmp_path / "cluster"
     up = _magnetar("cluster", "up", "--brokers", "2", "--bookies", "2", "--proxy", "--data-dir", str(data))
     state = json.loads((data / "cluster.json").read_text()) if (data / "cluster.json").exists() else None

@@ -37,9 +37,12 @@ from magnetar.bookkeeper.metadata import LedgerMetadataStore
 from magnetar.broker.ownership.bundles import topic_hash
 from magnetar.metadata.factory import create_metadata_store
 from magnetar.runtime import RealClock
-from magnetar.testing.cluster import ClusterProcesses
+from magnetar.testing.cluster import ClusterProcesses, serving_cluster
+from magnetar.testing.cluster import admin_call as http
+from magnetar.testing.cluster import admin_ok as ok
+from magnetar.testing.geo import poll
 from magnetar.testing.standalone import broker_unavailable_reason
-from magnetar.testing.zookeeper import in_ci
+from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401
 
 pulsar = pytest.importorskip("pulsar")
 pytestmark = [
@@ -51,15 +54,8 @@ RUN = uuid.uuid4().hex[:6]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    from magnetar.app.zookeeper_server import find_zookeeper
-
-    found = find_zookeeper()
-    if isinstance(found, str):
-        if in_ci():
-            pytest.fail(f"ZooKeeper unavailable under CI=true: {found}")
-        pytest.skip(found)
-    c = ClusterProcesses(
+def cluster(tmp_path_factory, zookeeper_server):
+    yield from serving_cluster(
         tmp_path_factory.mktemp("tenants"),
         brokers=2,
         bookies=5,
@@ -72,38 +68,13 @@ def cluster(tmp_path_factory):
             "managedLedgerMinLedgerRolloverTimeMinutes": "0",
             "loadBalancerSheddingEnabled": "false",  # bundles stay where the test puts them
         },
+        zookeeper_url=zookeeper_server.url,  # the run's ZooKeeper; the cluster has its own chroot
     )
-    with c:
-        yield c
 
 
 # ---------------------------------------------------------------- helpers
-def http(method: str, url: str, body: object = None, timeout: float = 60) -> tuple[int, object]:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            raw = r.read()
-            return r.status, (json.loads(raw) if raw and raw[:1] in b"[{" else raw.decode())
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def ok(status_body: tuple[int, object]) -> object:
-    status, body = status_body
-    assert status in (200, 204), body
-    return body
-
-
 def wait_until(what: str, cond, timeout_s: float = 30.0, every_s: float = 0.25):  # noqa: ANN001
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what} (last: {last!r})")
+    return poll(what, cond, timeout_s, every_s)
 
 
 def broker_id(c: ClusterProcesses, i: int) -> str:

@@ -22,7 +22,6 @@ cores are shared by every process of the test).
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import urllib.error
@@ -32,7 +31,11 @@ import uuid
 import pytest
 
 from magnetar.testing.cluster import ClusterProcesses, serving_cluster
+from magnetar.testing.cluster import admin_call as http
+from magnetar.testing.cluster import admin_ok as ok
+from magnetar.testing.geo import poll
 from magnetar.testing.standalone import broker_unavailable_reason
+from magnetar.testing.zookeeper import zookeeper_server_fixture  # noqa: F401
 
 pulsar = pytest.importorskip("pulsar")
 pytestmark = [
@@ -47,7 +50,7 @@ PAYLOAD = b"x" * 1000
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(tmp_path_factory, zookeeper_server):
     yield from serving_cluster(
         tmp_path_factory.mktemp("loadbalance"),
         brokers=4,
@@ -68,27 +71,11 @@ def cluster(tmp_path_factory):
             "lowerBoundarySheddingEnabled": "true",
             "loadBalancerAutoBundleSplitEnabled": "false",
         },
+        zookeeper_url=zookeeper_server.url,  # the run's ZooKeeper; the cluster has its own chroot
     )
 
 
 # ---------------------------------------------------------------- helpers
-def http(method: str, url: str, body: object = None, timeout: float = 60) -> tuple[int, object]:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            raw = r.read()
-            return r.status, (json.loads(raw) if raw and raw[:1] in b"[{" else raw.decode())
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def ok(status_body: tuple[int, object]) -> object:
-    status, body = status_body
-    assert status in (200, 204), body
-    return body
-
-
 def broker_id(c: ClusterProcesses, i: int) -> str:
     return c.web_url(i).split("://", 1)[-1]
 
@@ -110,14 +97,7 @@ def owners_when(c: ClusterProcesses, namespace: str, alive: list[int], test) -> 
 
 
 def wait_until(what: str, cond, timeout_s: float = 60.0, every_s: float = 0.5):  # noqa: ANN001
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what} (last: {last!r})")
+    return poll(what, cond, timeout_s, every_s)
 
 
 def set_policy(c: ClusterProcesses, name: str, doc: dict) -> None:
@@ -242,7 +222,7 @@ def test_load_spreads_grows_and_drains_with_nothing_lost(cluster: ClusterProcess
         before = owners(c, "public/load", [0, 1, 2, 3])
         ok(
             http(
-                "POST", f"{c.web_url(2)}/admin/v2/brokers/shutdown?maxConcurrentUnloadPerSec=20", timeout=120
+                "POST", f"{c.web_url(2)}/admin/v2/brokers/shutdown?maxConcurrentUnloadPerSec=20", timeout_s=120
             )
         )
         wait_until("broker-2 exiting", lambda: not c.running("broker-2"), timeout_s=90)

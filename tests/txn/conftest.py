@@ -1,7 +1,8 @@
 """Fixtures for the transaction tests: a real ``magnetar standalone`` subprocess with
-``transactionCoordinatorEnabled=true`` (two coordinators), one per test module.
+``transactionCoordinatorEnabled=true`` (two coordinators), one for the modules that use it
+(started once, stopped after the last of their tests).
 
-Every test uses its own topic names, so tests in a module do not see each other's messages.
+Every test uses its own topic names, so tests do not see each other's messages.
 """
 
 from __future__ import annotations
@@ -9,12 +10,16 @@ from __future__ import annotations
 import pytest
 from txn_helpers import txn_standalone
 
-from magnetar.testing.standalone import serving, unique_topic
+from magnetar.testing.standalone import serving, stop_after_last_user, unique_topic
 
 
-@pytest.fixture(scope="module")
-def txn_broker(tmp_path_factory: pytest.TempPathFactory):
-    yield from serving(txn_standalone(tmp_path_factory.mktemp("txn")))
+@pytest.fixture(scope="session")
+def txn_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    served = serving(txn_standalone(tmp_path_factory.mktemp("txn")))
+    proc = next(served)
+    stop_after_last_user(request, proc.terminate)
+    yield proc
+    yield from served  # the kit's teardown: it must have exited 0
 
 
 @pytest.fixture

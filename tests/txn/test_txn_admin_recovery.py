@@ -21,12 +21,13 @@ from magnetar.client.errors import Timeout
 
 
 def _get(web: str, path: str) -> dict:
-    with urllib.request.urlopen(f"{web}/admin/v3/transactions/{path}", timeout=10) as resp:
+    # 60 s: the broker builds its admin routes on the first request (>10 s seen on a loaded 2-core box)
+    with urllib.request.urlopen(f"{web}/admin/v3/transactions/{path}", timeout=60) as resp:
         return json.loads(resp.read())
 
 
 def _text(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as resp:
+    with urllib.request.urlopen(url, timeout=60) as resp:
         return resp.read().decode()
 
 

@@ -14,7 +14,8 @@ process name (``broker-1``, ``bookie-0``, ``proxy``): :meth:`kill` is
 stops answering without closing its sockets, as in a long GC pause),
 :meth:`restart` starts it again with the same config (same ports, same
 bookie id; the proxy, which starts last, binds port 0 and its config is then pinned to the ports
-it got).  ``stop()`` terminates everything (SIGTERM, then SIGKILL) and is
+it got).  ``stop()`` terminates everything (SIGTERM, then SIGKILL; a role's processes
+together, proxy, brokers, auto-recovery, then bookies) and is
 safe to call twice; the data dir stays for post-mortems unless the kit made
 it.
 
@@ -22,17 +23,21 @@ it.
 clusters (geo-replication: the clusters of one instance), as ``magnetar
 cluster up --configuration-metadata-store`` does.  Each cluster uses its own ZooKeeper chroot (``/magnetar-<hex>``), so several
 clusters can share one ZooKeeper server (the per-run ``zookeeper_server``
-fixture).
+fixture).  :func:`admin_call` / :func:`admin_ok` are the tests' admin REST
+requests against a cluster's brokers (status and decoded body; no raise).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -51,15 +56,44 @@ from magnetar.app.cluster_launch import (
 
 def stop_child(proc: subprocess.Popen, timeout_s: float = 20.0) -> int | None:
     """SIGCONT (a paused child cannot act on SIGTERM), SIGTERM, then SIGKILL; the exit status."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGCONT)
-        proc.terminate()
+    return stop_children([proc], timeout_s)[0]
+
+
+def stop_children(procs: list[subprocess.Popen], timeout_s: float = 20.0) -> list[int | None]:
+    """:func:`stop_child` for several at once: every one is signalled first, then each is
+    waited for within the one shared deadline (three brokers closing take as long as one)."""
+    running = [p for p in procs if p.poll() is None]
+    for p in running:
+        p.send_signal(signal.SIGCONT)
+        p.terminate()
+    deadline = time.monotonic() + timeout_s
+    for p in running:
         try:
-            proc.wait(timeout_s)
+            p.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(30)
-    return proc.returncode
+            p.kill()
+            p.wait(30)
+    return [p.returncode for p in procs]
+
+
+def admin_call(method: str, url: str, body: object = None, timeout_s: float = 60.0) -> tuple[int, object]:
+    """One admin REST request with a JSON body (if any): the status and the decoded JSON answer
+    (the text when it is not a JSON document); a non-2xx answer is returned, not raised."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            raw = r.read()
+            return r.status, (json.loads(raw) if raw and raw[:1] in b"[{" else raw.decode())
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def admin_ok(status_body: tuple[int, object]) -> object:
+    """The body of an :func:`admin_call` answered 200 or 204 (AssertionError with the body otherwise)."""
+    status, body = status_body
+    assert status in (200, 204), body
+    return body
 
 
 class ClusterProcesses:
@@ -269,9 +303,8 @@ class ClusterProcesses:
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
         order = ("proxy", "broker", "autorecovery", "bookie")
-        for role in order:
-            for name in [n for n in self.procs if self.specs[n].role == role]:
-                stop_child(self.procs[name], 20.0)
+        for role in order:  # each role's processes together (brokers still close before bookies)
+            stop_children([p for n, p in self.procs.items() if self.specs[n].role == role], 20.0)
         if self.zookeeper is not None:
             self.zookeeper.stop()
 

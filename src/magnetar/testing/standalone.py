@@ -19,6 +19,10 @@ Theory of operation: two ways to get a broker a client can talk to.
 
 pytest fixtures built on these live in the test suites' ``conftest.py``
 (``tests/compat``, ``tests/e2e``); this module only provides the pieces.
+A broker several modules share is a session-scoped fixture, which pytest
+would keep until the whole run ends: :func:`stop_after_last_user` stops it
+in the teardown of the last collected test that uses it instead, so it does
+not idle (policy passes, stats ticks) through every later directory.
 """
 
 from __future__ import annotations
@@ -32,12 +36,12 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 READY_RE = re.compile(r"^magnetar ready: (pulsar://\S+) (http://\S+)\s*$")
-START_TIMEOUT_S = 60.0  # a bound, not a wait: a start on a loaded 2-core machine took > 30 s
+START_TIMEOUT_S = 120.0  # a bound, not a wait: starts took > 60 s on a loaded 2-core machine (ClusterProcesses: 120 s too)
 STOP_TIMEOUT_S = 30.0
 
 
@@ -302,6 +306,31 @@ def serving(proc: StandaloneProcess) -> Iterator[StandaloneProcess]:
     yield proc
     code = proc.terminate()
     assert code == 0, f"standalone exited {code}; log tail:\n{proc.log_tail()}"
+
+
+def stop_after_last_user(request: object, stop: Callable[[], object]) -> None:
+    """From a session-scoped fixture: ``stop()`` runs in the teardown of the last collected test
+    whose fixture closure includes this fixture (the fixture's own teardown still runs at the
+    end of the run; ``stop`` must tolerate being called twice -- ``StandaloneProcess.terminate``
+    does).  If that test never runs (``-x``, another xdist worker), the run's end stops it."""
+    import pytest
+
+    name = request.fixturename  # type: ignore[attr-defined]
+    session = request.session  # type: ignore[attr-defined]
+    users = [it.nodeid for it in session.items if name in getattr(it, "fixturenames", ())]
+    if not users:
+        return
+    last = users[-1]
+    manager = session.config.pluginmanager
+
+    class _StopAfterLastUser:
+        @pytest.hookimpl(trylast=True)
+        def pytest_runtest_teardown(self, item: object, nextitem: object) -> None:
+            if item.nodeid == last:  # type: ignore[attr-defined]
+                manager.unregister(self)
+                stop()
+
+    manager.register(_StopAfterLastUser(), f"stop-after-last-user-{name}")
 
 
 def unique_topic(test_name: str, limit: int = 50, namespace: str = "public/default") -> str:
