@@ -317,7 +317,18 @@ def stop_after_last_user(request: object, stop: Callable[[], object]) -> None:
 
     name = request.fixturename  # type: ignore[attr-defined]
     session = request.session  # type: ignore[attr-defined]
-    users = [it.nodeid for it in session.items if name in getattr(it, "fixturenames", ())]
+    # The users of *this* definition: several directories' conftests define a fixture of the
+    # same name (``standalone`` in tests/client and tests/compat), each its own broker.
+    mine = getattr(request, "_fixturedef", None)
+
+    def uses_mine(item: object) -> bool:
+        if name not in getattr(item, "fixturenames", ()):
+            return False
+        info = getattr(item, "_fixtureinfo", None)
+        defs = getattr(info, "name2fixturedefs", {}).get(name) if info is not None else None
+        return mine is None or not defs or defs[-1] is mine
+
+    users = [it.nodeid for it in session.items if uses_mine(it)]
     if not users:
         return
     last = users[-1]
@@ -330,7 +341,7 @@ def stop_after_last_user(request: object, stop: Callable[[], object]) -> None:
                 manager.unregister(self)
                 stop()
 
-    manager.register(_StopAfterLastUser(), f"stop-after-last-user-{name}")
+    manager.register(_StopAfterLastUser(), f"stop-after-last-user-{name}-{id(mine):x}")
 
 
 def unique_topic(test_name: str, limit: int = 50, namespace: str = "public/default") -> str:

@@ -37,3 +37,29 @@ def test_stops_after_the_last_selected_user_before_later_modules(pytester) -> No
     result = pytester.runpytest_inprocess("-s", "-p", "no:cacheprovider", "-k", "not late")
     result.assert_outcomes(passed=4, deselected=1)
     assert "EVENTS ['start', 'stop', 'b runs']" in result.stdout.str()
+
+
+SUB_CONFTEST = """
+import pytest
+from magnetar.testing.standalone import stop_after_last_user
+
+EVENTS = []
+
+@pytest.fixture(scope="session")
+def shared(request):  # same name as another directory's fixture, another broker
+    EVENTS.append("{d} start")
+    stop_after_last_user(request, lambda: EVENTS.append("{d} stop"))
+    yield "{d}"
+"""
+
+
+def test_same_named_fixtures_of_two_directories_each_stop_after_their_own_users(pytester) -> None:  # noqa: ANN001
+    """tests/client and tests/compat both define ``standalone``: each stops after its own last
+    user (the first run of this kit registered both under one name and failed every compat test)."""
+    for d in ("a", "b"):
+        sub = pytester.mkdir(d)
+        (sub / "conftest.py").write_text(SUB_CONFTEST.replace("{d}", d))
+    (pytester.path / "a" / "test_a.py").write_text("def test_a(shared): assert shared == 'a'\n")
+    (pytester.path / "b" / "test_b.py").write_text("def test_b(shared): assert shared == 'b'\n")
+    result = pytester.runpytest_inprocess("-s", "-p", "no:cacheprovider", "--import-mode=importlib")
+    result.assert_outcomes(passed=2)
