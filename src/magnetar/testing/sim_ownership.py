@@ -74,7 +74,7 @@ class _Namespaces:
     def __init__(self, bundles: int) -> None:
         self._policies = {"bundles": {"boundaries": to_hex(even_boundaries(bundles)), "numBundles": bundles}}
 
-    async def get(self, namespace: str) -> dict | None:
+    async def get(self, namespace: str, *, fresh: bool = False) -> dict | None:
         return self._policies if namespace == NAMESPACE else None
 
 

@@ -46,7 +46,7 @@ class FakeBroker:
         self.config = SimpleNamespace(default_number_of_namespace_bundles=bundles, advertised_address=name)
         policies = {"bundles": {"boundaries": to_hex(even_boundaries(bundles)), "numBundles": bundles}}
 
-        async def get(ns: str) -> dict | None:
+        async def get(ns: str, *, fresh: bool = False) -> dict | None:
             return policies if ns == NS else None
 
         self.resources = SimpleNamespace(namespaces=SimpleNamespace(get=get))

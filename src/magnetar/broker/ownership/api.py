@@ -96,7 +96,8 @@ class BrokerFace(Protocol):
 
 async def find_bundle(svc: BrokerFace, ref: TopicRef) -> NamespaceBundle:
     """The bundle of a topic, from its namespace's policies (NamespaceNotFound when absent)."""
-    policies = await svc.resources.namespaces.get(ref.namespace)
+    # fresh: a split on another broker may not have reached the namespace cache yet
+    policies = await svc.resources.namespaces.get(ref.namespace, fresh=True)
     if policies is None:
         raise errors.NamespaceNotFoundError("Namespace does not exist")
     bounds = boundaries_of(policies, svc.config.default_number_of_namespace_bundles)

@@ -15,7 +15,8 @@ time made loading 10,000 topics mostly ZooKeeper traffic.  The cache holds the
 stored bytes (absent namespaces too) and each ``get`` decodes a fresh dict, so
 a caller may change what it got.  The store's watch drops an entry when any
 broker changes the namespace; this broker's own writes drop it at once, so it
-reads its own writes.
+reads its own writes.  Bundle boundaries on the way to an ownership decision
+(lookup, topic load) are read ``fresh``: the cache may lag a split elsewhere.
 """
 
 from __future__ import annotations
@@ -121,9 +122,13 @@ class NamespaceResources:
             raise TenantNotFoundError("Tenant does not exist")
         return [f"{tenant}/{ns}" for ns in await self._js.children(f"{ROOT}/{tenant}")]
 
-    async def get(self, namespace: str) -> Doc | None:
+    async def get(self, namespace: str, *, fresh: bool = False) -> Doc | None:
+        """``fresh``: from the store, not the cache (a bundle's boundaries before ownership is
+        decided: a split writes them, then releases the parent bundle; a lookup that computed
+        the parent from a stale copy could take the released range while another broker
+        takes a child)."""
         path = self.path(namespace)
-        if self._cache is None:
+        if self._cache is None or fresh:
             return await self._js.get(path)
         raw = await self._cache.get(path)
         if raw is None:
