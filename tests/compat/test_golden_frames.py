@@ -259,12 +259,13 @@ async def test_official_client_frames_decode_exactly(batching: bool, codec: Comp
 
 CHUNK_SCRIPT = textwrap.dedent(
     """
-    import logging, random, sys
+    import random, sys
     import pulsar
     url, size = sys.argv[1], int(sys.argv[2])
-    log = logging.getLogger("pulsar-golden-chunk")
-    log.setLevel(logging.ERROR)
     payload = random.Random(42).randbytes(size)
+    # The C++ client's own logger: a Python logging logger is called from the client's threads
+    # and can abort the interpreter at exit ("terminate called without an active exception").
+    log = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
     client = pulsar.Client(url, operation_timeout_seconds=10, logger=log)
     producer = client.create_producer(
         "persistent://public/default/golden-chunked", batching_enabled=False, chunking_enabled=True

@@ -302,11 +302,13 @@ def test_kill9_during_offload_loses_nothing_and_offload_completes(tmp_path: Path
                 lambda: rest(topic_url(sp, "offload"))["status"] == "SUCCESS", 300, "the retried offload"
             )
             ledgers = wait_until(lambda: bookies_let_go(sp), 60, "BookKeeper copies to go")
-            assert len(ledgers) == n_closed
+            # Every ledger closed when the retry was asked for: the restart's recovery may close the
+            # ledger that was current at the kill (a full one can still be open), so count after it.
+            assert len(ledgers) == len(ls) >= n_closed
             # The interrupted attempt's objects were cleaned up: exactly two objects a ledger.
             uids = {x["offloadContext"]["uuid"] for x in ledgers}
             keys = m.object_keys()
-            assert len(keys) == 2 * n_closed and {k.split("-ledger-")[0] for k in keys} == uids
+            assert len(keys) == 2 * len(ls) and {k.split("-ledger-")[0] for k in keys} == uids
             read_back(sp, ids, "after-retry")
         finally:
             sp.terminate()
