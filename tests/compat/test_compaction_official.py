@@ -240,6 +240,32 @@ def test_compaction_threshold_triggers_automatically(client, http) -> None:
     assert len(got) < 200  # some superseded values were compacted away
 
 
+def test_read_compacted_after_every_topic_ledger_was_trimmed(client, http) -> None:
+    """Everything compacted, the topic's ledgers behind the horizon trimmed, the current ledger
+    empty: GET_LAST_MESSAGE_ID must name the compacted ledger's last message, not "(L, -1)"
+    (the official client reads an entry id of -1 as "nothing to read" and
+    has_message_available() would say False)."""
+    topic, path = new_topic("compacted-trimmed")
+    hold_for_compaction(client, http, topic, path)
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(40):  # four full ledgers of 10
+        producer.send(f"v{i}".encode(), partition_key=f"k{i % 4}")
+    producer.close()
+    assert http.put(path + "/compaction").status_code == 204
+    assert wait_status(http, path)["status"] == "SUCCESS"
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        ledgers = http.get(path + "/internalStats").json()["ledgers"]
+        if sum(info["entries"] for info in ledgers) == 0:
+            break
+        assert time.monotonic() < deadline, ledgers
+        time.sleep(0.1)
+    reader = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    got = read_all(reader)
+    reader.close()
+    assert got == [(f"k{j}", f"v{36 + j}".encode()) for j in range(4)]
+
+
 def test_compaction_errors(http) -> None:
     missing = f"{V2}/persistent/public/default/no-such-{uuid.uuid4().hex[:6]}/compaction"
     r = http.put(missing)

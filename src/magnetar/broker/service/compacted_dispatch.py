@@ -317,24 +317,16 @@ class CompactedDispatcher(SingleActiveConsumerDispatcher):
         horizon, the last entry *of the compacted ledger* (as Pulsar answers read_compacted
         consumers).  The topic's own last batch may have lost messages or vanished in
         compaction, and a client waiting for its original last index would wait forever."""
-        ml = self.subscription.topic.ml
-        if last.entry_id < 0:
-            # The ledger just rolled over: the last *stored* entry is in an earlier ledger (a
-            # client reads "(L, -1)" as "nothing there" and would stop short of the data).
-            stored = next(
-                (
-                    Position(info.ledger_id, info.entries - 1)
-                    for info in reversed(ml.ledgers())
-                    if info.ledger_id < last.ledger_id and info.entries > 0
-                ),
-                None,
-            )
-            if stored is not None:
-                meta = peek_metadata((await ml.read_entry(stored)).data)
-                last, batch_index = stored, (num_messages(meta) - 1 if is_batch(meta) else -1)
+        # ``last`` is the topic's answer: its last stored entry, or "(L, -1)" when no ledger
+        # holds one (Topic.last_message_id already looks past a just-rolled-over ledger).
         horizon = self.reader.horizon
-        if horizon is None or last > horizon.position:
+        if horizon is None:
             return last, batch_index
+        if last > horizon.position and last.entry_id >= 0:
+            return last, batch_index
+        # Nothing stored after the horizon: either the topic ends at or before it, or every
+        # ledger behind it was trimmed and the current one is empty -- the compacted ledger's
+        # last message is the view's last.
         bk = self.reader._bk  # noqa: SLF001 - the reader's own BookKeeper client
         handle = await bk.open_ledger(horizon.ledger_id, password=self.reader._password, recovery=False)  # noqa: SLF001
         try:
