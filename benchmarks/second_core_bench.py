@@ -24,11 +24,13 @@ printed beside every row.  Figures, never pass/fail.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -39,6 +41,9 @@ from e2e_bench import _client, publish, publish_many  # noqa: E402
 from magnetar.testing.standalone import StandaloneProcess  # noqa: E402
 
 SYNC = {"journalSyncData": "false"}
+# The admin REST routes are built in the background ~1 s after ready (seconds of CPU on this box):
+# off, so that they do not land in a measured row.
+NO_PRELOAD = {"magnetarAdminRoutesPreloadDelayMs": "-1"}
 ONE_COPY = {
     "managedLedgerDefaultEnsembleSize": "1",
     "managedLedgerDefaultWriteQuorum": "1",
@@ -51,7 +56,7 @@ class Mode:
 
     def __init__(self, name: str, tmp: Path) -> None:
         self.name, self.tmp = name, tmp
-        self.url = ""
+        self.url = self.web_url = ""
         self.pids: list[int] = []
         self._sa: StandaloneProcess | None = None
         self._cluster = None
@@ -59,10 +64,11 @@ class Mode:
     def start(self) -> None:
         if self.name == "standalone":
             conf = self.tmp / "standalone.conf"
-            conf.write_text("journalSyncData=false\n")
+            conf.write_text("journalSyncData=false\nmagnetarAdminRoutesPreloadDelayMs=-1\n")
             self._sa = StandaloneProcess(self.tmp / "data", config_file=conf)
             self._sa.start()
             self.url, self.pids = self._sa.broker_url, [self._sa.pid]
+            self.web_url = self._sa.web_url
             return
         from magnetar.testing.cluster import ClusterProcesses
 
@@ -71,11 +77,12 @@ class Mode:
             self.tmp / "cluster",
             brokers=brokers,
             bookies=1,
-            broker_properties={**ONE_COPY, "loadBalancerSheddingEnabled": "false"},
+            broker_properties={**ONE_COPY, **NO_PRELOAD, "loadBalancerSheddingEnabled": "false"},
             bookie_properties=SYNC,
         )
         self._cluster.start()
         self.url = self._cluster.service_url
+        self.web_url = self._cluster.web_url(0)
         self.pids = [
             self._cluster.pid(n) for n in self._cluster.names("broker") + self._cluster.names("bookie")
         ]
@@ -94,6 +101,14 @@ class Mode:
             self._cluster.stop()
 
 
+def _owner(web_url: str, topic: str) -> str:
+    """The broker that owns ``topic`` (the lookup REST call); the N-producer row can only use
+    several broker processes when its topics are owned by several."""
+    path = topic.replace("persistent://", "persistent/")
+    with urllib.request.urlopen(f"{web_url}/lookup/v2/topic/{path}", timeout=30) as resp:
+        return str(json.loads(resp.read())["brokerUrl"])
+
+
 def run_mode(name: str, messages: int, producers: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix=f"magnetar-2core-{name}-") as tmp:
         mode = Mode(name, Path(tmp))
@@ -109,14 +124,17 @@ def run_mode(name: str, messages: int, producers: int) -> dict[str, float]:
             c0 = mode.cpu()
             one = publish(client, f"persistent://public/default/one-{tag}", messages, batching=False)
             c1 = mode.cpu()
+            me = psutil.Process().cpu_times()
             topics = [f"persistent://public/default/multi-{tag}-{i}" for i in range(producers)]
             many = publish_many(client, topics, messages)
             c2 = mode.cpu()
+            me2 = psutil.Process().cpu_times()
             batched = publish(
                 client, f"persistent://public/default/batched-{tag}", messages * 5, batching=True
             )
             client.close()
             load = os.getloadavg()[0]
+            owners = len({_owner(mode.web_url, t) for t in topics})
         finally:
             mode.stop()
     one_us = sum(c1.values()) / messages * 1e6 - sum(c0.values()) / messages * 1e6
@@ -132,6 +150,9 @@ def run_mode(name: str, messages: int, producers: int) -> dict[str, float]:
         "cpu_us_one": one_us,
         "cpu_us_many": many_us,
         "busiest_core_pct": busiest / wall_many * 100,
+        # the official client (this process, its C++ threads included) during the N-producer row
+        "client_core_pct": (me2.user + me2.system - me.user - me.system) / wall_many * 100,
+        "owners": owners,
         "load": load,
     }
 
