@@ -141,3 +141,19 @@ async def test_the_ledger_handle_adds_over_the_wire_without_a_task_each(bookie) 
     finally:
         await bk.aclose()
         await pool.aclose()
+
+
+async def test_adds_may_reach_the_bookie_out_of_entry_order(bookie) -> None:  # type: ignore[no-untyped-def]
+    """A nowait add can overtake one still on the coroutine path (connecting, waiting for a slot
+    or a drain): the bookie must take entries of a ledger in any order, as BookKeeper's does."""
+    c = WireBookieClient("b", "127.0.0.1", bookie, timeout_ms=5000)
+    try:
+        await c.add_entry(7, 0, KEY, entry(7, 0))
+        late = asyncio.ensure_future(c.add_entry(7, 1, KEY, entry(7, 1)))  # the coroutine path
+        ahead = [c.add_entry_nowait(7, i, KEY, entry(7, i)) for i in (3, 2)]
+        assert all(f is not None for f in ahead)
+        await asyncio.gather(late, *ahead)  # type: ignore[arg-type]
+        for i in range(4):
+            assert await c.read_entry(7, i) == entry(7, i)
+    finally:
+        await c.aclose()
