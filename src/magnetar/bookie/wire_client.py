@@ -49,7 +49,7 @@ _T = TypeVar("_T")
 
 DEFAULT_TIMEOUT_MS = 30_000
 DEFAULT_CONNECT_TIMEOUT_MS = 5_000
-MAX_WRITE_BUFFER_BYTES = 4 * 1024 * 1024  # past it a request waits for the socket to drain
+MAX_WRITE_BUFFER_BYTES = 4 * 1024 * 1024  # past it a request waits for the socket to drain (_request)
 
 
 class _Conn:
@@ -184,7 +184,7 @@ class WireBookieClient:
                 if conn.broken is not None:  # lost between the check and now
                     raise BookieUnavailableError(f"connection to {self._bookie_id} lost", self._bookie_id)
                 conn.out.write(wire.encode(make(rid)))
-                if conn.writer.transport.get_write_buffer_size() > MAX_WRITE_BUFFER_BYTES:
+                if conn.writer.transport.get_write_buffer_size() > 4 * 1024 * 1024:
                     async with conn.drain_lock:
                         await asyncio.wait_for(conn.writer.drain(), max(0.001, deadline - loop.time()))
                 async with asyncio.timeout_at(deadline):
