@@ -8,7 +8,11 @@ with the official client what each gains:
 * ``split``       -- one ``magnetar broker`` + one ``magnetar bookie`` (ZooKeeper
   metadata, E=Qw=Qa=1): the "bookie in its own process" design;
 * ``sharded``     -- two ``magnetar broker`` + one ``magnetar bookie``: topics
-  (bundles) owned by two broker processes, the "several broker processes" design.
+  (bundles) owned by two broker processes, the "several broker processes" design;
+* ``pair``        -- two ``magnetar standalone`` side by side, each a broker with its
+  own in-process bookie, the N topics split between them (topic i through
+  standalone i mod 2): the "several standalone-like processes" layout, less the
+  metadata they would share (which is not on the per-message path).
 
 Each mode runs: one unbatched producer (1,000 outstanding), then N unbatched
 producers on N topics at once (``e2e_bench.publish_many``), then a batched
@@ -18,7 +22,7 @@ on the add path).  The bookie's ``journalSyncData`` is false everywhere (the
 standalone's default).  Modes alternate round by round; the load average is
 printed beside every row.  Figures, never pass/fail.
 
-    .venv/bin/python benchmarks/second_core_bench.py [--rounds 3] [--messages 4000] [--modes standalone,split,sharded]
+    .venv/bin/python benchmarks/second_core_bench.py [--rounds 3] [--messages 4000] [--modes standalone,split,sharded,pair]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -36,7 +41,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
-from e2e_bench import _client, publish, publish_many  # noqa: E402
+from e2e_bench import SIZE_BYTES, _client, publish, publish_many  # noqa: E402
 
 from magnetar.testing.standalone import StandaloneProcess  # noqa: E402
 
@@ -57,18 +62,22 @@ class Mode:
     def __init__(self, name: str, tmp: Path) -> None:
         self.name, self.tmp = name, tmp
         self.url = self.web_url = ""
+        self.urls: list[str] = []  # one client per URL; topic i is produced through urls[i % n]
         self.pids: list[int] = []
-        self._sa: StandaloneProcess | None = None
+        self._sas: list[StandaloneProcess] = []
         self._cluster = None
 
     def start(self) -> None:
-        if self.name == "standalone":
-            conf = self.tmp / "standalone.conf"
-            conf.write_text("journalSyncData=false\nmagnetarAdminRoutesPreloadDelayMs=-1\n")
-            self._sa = StandaloneProcess(self.tmp / "data", config_file=conf)
-            self._sa.start()
-            self.url, self.pids = self._sa.broker_url, [self._sa.pid]
-            self.web_url = self._sa.web_url
+        if self.name in ("standalone", "pair"):
+            for i in range(2 if self.name == "pair" else 1):
+                conf = self.tmp / f"standalone-{i}.conf"
+                conf.write_text("journalSyncData=false\nmagnetarAdminRoutesPreloadDelayMs=-1\n")
+                sa = StandaloneProcess(self.tmp / f"data-{i}", config_file=conf)
+                self._sas.append(sa)
+                sa.start()
+            self.urls = [sa.broker_url for sa in self._sas]
+            self.url, self.web_url = self.urls[0], self._sas[0].web_url
+            self.pids = [sa.pid for sa in self._sas]
             return
         from magnetar.testing.cluster import ClusterProcesses
 
@@ -82,6 +91,7 @@ class Mode:
         )
         self._cluster.start()
         self.url = self._cluster.service_url
+        self.urls = [self.url]
         self.web_url = self._cluster.web_url(0)
         self.pids = [
             self._cluster.pid(n) for n in self._cluster.names("broker") + self._cluster.names("bookie")
@@ -95,10 +105,42 @@ class Mode:
         return out
 
     def stop(self) -> None:
-        if self._sa is not None:
-            self._sa.terminate()
+        for sa in self._sas:
+            sa.terminate()
         if self._cluster is not None:
             self._cluster.stop()
+
+
+def publish_pairs(clients: list, topics: list[str], n_each: int) -> float:
+    """``e2e_bench.publish_many`` with topic i produced through ``clients[i % len(clients)]``."""
+    if len(clients) == 1:
+        return publish_many(clients[0], topics, n_each)
+    producers = [
+        clients[i % len(clients)].create_producer(
+            t, batching_enabled=False, max_pending_messages=1000, block_if_queue_full=True
+        )
+        for i, t in enumerate(topics)
+    ]
+    payload = b"x" * SIZE_BYTES
+    start = threading.Barrier(len(producers) + 1)
+
+    def run(producer) -> None:  # type: ignore[no-untyped-def]
+        start.wait()
+        for _ in range(n_each):
+            producer.send_async(payload, None)
+        producer.flush()
+
+    threads = [threading.Thread(target=run, args=(p,)) for p in producers]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    for p in producers:
+        p.close()
+    return n_each * len(producers) / elapsed
 
 
 def _owner(web_url: str, topic: str) -> str:
@@ -115,26 +157,28 @@ def run_mode(name: str, messages: int, producers: int) -> dict[str, float]:
         mode.start()
         try:
             time.sleep(1.0)
-            client = _client(mode.url)
+            clients = [_client(u) for u in mode.urls]
+            client = clients[0]
             tag = f"{os.getpid()}-{int(time.time() * 1000)}"
             # warm-up: topic loads, ledger creation, first lookups
-            publish_many(
-                client, [f"persistent://public/default/warm-{tag}-{i}" for i in range(producers)], 200
+            publish_pairs(
+                clients, [f"persistent://public/default/warm-{tag}-{i}" for i in range(producers)], 200
             )
             c0 = mode.cpu()
             one = publish(client, f"persistent://public/default/one-{tag}", messages, batching=False)
             c1 = mode.cpu()
             me = psutil.Process().cpu_times()
             topics = [f"persistent://public/default/multi-{tag}-{i}" for i in range(producers)]
-            many = publish_many(client, topics, messages)
+            many = publish_pairs(clients, topics, messages)
             c2 = mode.cpu()
             me2 = psutil.Process().cpu_times()
             batched = publish(
                 client, f"persistent://public/default/batched-{tag}", messages * 5, batching=True
             )
-            client.close()
+            for c in clients:
+                c.close()
             load = os.getloadavg()[0]
-            owners = len({_owner(mode.web_url, t) for t in topics})
+            owners = len(mode.urls) if mode.name == "pair" else len({_owner(mode.web_url, t) for t in topics})
         finally:
             mode.stop()
     one_us = sum(c1.values()) / messages * 1e6 - sum(c0.values()) / messages * 1e6
@@ -162,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--messages", type=int, default=4000, help="per producer, unbatched")
     p.add_argument("--producers", type=int, default=4)
-    p.add_argument("--modes", default="standalone,split,sharded")
+    p.add_argument("--modes", default="standalone,split,sharded,pair")
     args = p.parse_args(argv)
     modes = args.modes.split(",")
     results: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
