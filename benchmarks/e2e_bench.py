@@ -15,9 +15,9 @@ driving a broker in another process over loopback, as a user would see it:
   one thread each, at once (total msg/s, and its ratio to one producer: the
   issue's "use the second core" row);
 * startup-to-ready seconds (spawn to the ready line), idle RSS and idle CPU;
-* the broker's CPU per message (microseconds of the broker process, all
-  threads, per message published + consumed): steadier than msg/s on a shared
-  machine;
+* the broker's CPU per message (microseconds of the broker process and its
+  children, all threads, per message published + consumed): steadier than
+  msg/s on a shared machine;
 * with ``--bookie``: the bookie alone (benchmarks/bookie_bench.py's cases):
   a lone writer with fsync (one add outstanding) next to the raw fdatasync
   latency of the same disk, and 64 outstanding adds.
@@ -224,11 +224,36 @@ def run_suite(
     return out
 
 
+def _tree(proc: psutil.Process) -> list[psutil.Process]:
+    """The broker process and its children (a bookie or worker process of the standalone counts
+    as the broker's: the CPU per message and the RSS are the whole standalone's)."""
+    try:
+        return [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return [proc]
+
+
 def _cpu(proc: psutil.Process | None) -> float:
     if proc is None:
         return 0.0
-    t = proc.cpu_times()
-    return t.user + t.system
+    total = 0.0
+    for p in _tree(proc):
+        try:
+            t = p.cpu_times()
+        except psutil.Error:  # a child that exited meanwhile
+            continue
+        total += t.user + t.system
+    return total
+
+
+def _rss_mib(proc: psutil.Process) -> float:
+    total = 0
+    for p in _tree(proc):
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            continue
+    return total / (1024 * 1024)
 
 
 def start_null_broker() -> tuple[subprocess.Popen[bytes], str]:
@@ -338,18 +363,17 @@ def run_standalone(args: argparse.Namespace, sync: bool) -> tuple[dict[str, obje
         try:
             time.sleep(2.0)  # let start-up work settle before measuring idle memory
             ps = psutil.Process(sa.pid)
-            idle_rss_mb = ps.memory_info().rss / (1024 * 1024)
-            c0 = ps.cpu_times()
+            idle_rss_mb = _rss_mib(ps)
+            c0 = _cpu(ps)
             time.sleep(IDLE_CPU_WINDOW_S)
-            c1 = ps.cpu_times()
-            idle_cpu_pct = ((c1.user - c0.user) + (c1.system - c0.system)) / IDLE_CPU_WINDOW_S * 100
+            idle_cpu_pct = (_cpu(ps) - c0) / IDLE_CPU_WINDOW_S * 100
             real = median_of(
                 [
                     run_suite(sa.broker_url, args.messages, args.latency_seconds, args.producers, sa.pid)
                     for _ in range(args.repeat)
                 ]
             )
-            busy_rss_mb = psutil.Process(sa.pid).memory_info().rss / (1024 * 1024)
+            busy_rss_mb = _rss_mib(psutil.Process(sa.pid))
         finally:
             code = sa.terminate()
     line = (

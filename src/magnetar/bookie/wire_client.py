@@ -16,7 +16,13 @@ Errors, as the ledger client expects them:
 * an error status from the bookie -> the BookieError subclass of its code.
 
 The number of requests in flight is bounded; past it a request waits for a
-slot, within its timeout.  :class:`WireBookieClientPool` maps ``host:port``
+slot, within its timeout.  ``add_entry_nowait`` is the add's hot path (as the
+in-process client's): no task, timer or coroutine per add, a future completed
+from the reader's callback; the ledger handle's one watchdog keeps its
+deadline.  It declines (None: take ``add_entry``) until connected, when no
+slot is free or when the socket's buffer is over its bound.
+
+:class:`WireBookieClientPool` maps ``host:port``
 bookie ids (BookKeeper's default) to clients; a ``resolve`` function can map
 other ids to addresses.
 """
@@ -43,6 +49,7 @@ _T = TypeVar("_T")
 
 DEFAULT_TIMEOUT_MS = 30_000
 DEFAULT_CONNECT_TIMEOUT_MS = 5_000
+MAX_WRITE_BUFFER_BYTES = 4 * 1024 * 1024  # past it a request waits for the socket to drain (_request)
 
 
 class _Conn:
@@ -209,6 +216,63 @@ class WireBookieClient:
             lambda rid: wire.AddRequest(rid, ledger_id, entry_id, master_key, entry, recovery)
         )
         _expect(resp, wire.AddResponse, self._bookie_id)
+
+    def add_entry_nowait(
+        self, ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, *, recovery: bool = False
+    ) -> asyncio.Future[None] | None:
+        """:meth:`add_entry` without a task, a timer or a coroutine: a future that completes
+        when the bookie acknowledges, or None when the add must take the coroutine path (not
+        connected yet, no free slot, the socket's buffer over its bound).  No deadline is kept
+        here: the caller (the ledger handle's add watchdog) times the future out, and a late
+        answer then completes a future nobody waits for.  Errors come as the future's
+        exception, typed as :meth:`add_entry` raises them."""
+        conn = self._conn
+        slots = self._slots
+        if (
+            self._closed
+            or conn is None
+            or conn.broken is not None
+            or slots._value <= 0  # slots.locked(), without a coroutine to acquire
+            or slots._waiters
+            or conn.writer.transport.get_write_buffer_size() > MAX_WRITE_BUFFER_BYTES
+        ):
+            return None
+        rid = next(self._ids)
+        frame = wire.encode(wire.AddRequest(rid, ledger_id, entry_id, master_key, entry, recovery))
+        slots._value -= 1
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[wire.Response] = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
+        conn.pending[rid] = answer
+        answer.add_done_callback(lambda f: self._add_answered(conn, rid, f, done))
+        try:
+            conn.out.write(frame)
+        except (OSError, RuntimeError) as exc:
+            conn.fail_all(
+                BookieUnavailableError(f"write to {self._bookie_id} failed: {exc!r}", self._bookie_id)
+            )
+        return done
+
+    def _add_answered(
+        self, conn: _Conn, rid: int, answer: asyncio.Future[wire.Response], done: asyncio.Future[None]
+    ) -> None:
+        self._slots.release()
+        conn.pending.pop(rid, None)
+        if done.done():
+            return
+        if answer.cancelled():
+            done.set_exception(BookieUnavailableError("client closed", self._bookie_id))
+        elif (exc := answer.exception()) is not None:
+            done.set_exception(exc)
+        elif isinstance(resp := answer.result(), wire.ErrorResponse):
+            done.set_exception(error_for_code(resp.code, resp.message, self._bookie_id))
+        else:
+            try:
+                _expect(resp, wire.AddResponse, self._bookie_id)
+            except BookieError as err:
+                done.set_exception(err)
+            else:
+                done.set_result(None)
 
     async def read_entry(
         self, ledger_id: int, entry_id: int, *, fence: bool = False, master_key: bytes = b""
