@@ -141,7 +141,8 @@ def _dump_modules_at_ready() -> None:
     path = os.environ.get(MODULES_AT_READY_ENV)
     if path:
         with open(path, "w", encoding="utf-8") as f:
-            f.write("".join(f"{name}\n" for name in sorted(sys.modules)))
+            loaded = sorted(name for name, module in sys.modules.items() if module is not None)
+            f.write("".join(f"{name}\n" for name in loaded))  # (None: cli.main.NEVER_IMPORTED)
 
 
 async def _serve(config: object) -> int:
