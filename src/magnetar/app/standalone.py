@@ -303,23 +303,43 @@ class Standalone:
         self._move(StandaloneState.STOPPING)
         if self._preload_task is not None:
             self._preload_task.cancel()
+        # brokerShutdownTimeoutMs bounds the whole graceful stop (Pulsar's meaning: after it
+        # the process goes anyway); each stage also has its own bound.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._shutdown_timeout_s()
+
+        def within(stage_s: float) -> float:
+            return max(0.0, min(stage_s, deadline - loop.time()))
+
         try:
             if self.plugins is not None:
-                await _bounded("plugins", self.plugins.aclose(), HTTP_STOP_TIMEOUT_S)
+                await _bounded("plugins", self.plugins.aclose(), within(HTTP_STOP_TIMEOUT_S))
             if self.functions_worker is not None:
-                await _bounded("functions worker", self.functions_worker.aclose(), BROKER_STOP_TIMEOUT_S)
+                await _bounded(
+                    "functions worker", self.functions_worker.aclose(), within(BROKER_STOP_TIMEOUT_S)
+                )
             await self._stop_http()
             if self.tls is not None:
                 await self.tls.aclose()
             if self.broker_service is not None:
-                await _bounded("broker service", self.broker_service.aclose(), BROKER_STOP_TIMEOUT_S)
+                await _bounded("broker service", self.broker_service.aclose(), within(BROKER_STOP_TIMEOUT_S))
             if self._storage is not None and self._owns_storage:
-                await _bounded("storage", self._storage.aclose(), STORAGE_STOP_TIMEOUT_S)
+                # the storage's own last writes (ledger closes, cursor snapshots) get a few
+                # seconds even when the stages before used up the budget
+                await _bounded("storage", self._storage.aclose(), max(within(STORAGE_STOP_TIMEOUT_S), 5.0))
         finally:
             if self._http_socket is not None:
                 self._http_socket.close()
             self._move(StandaloneState.STOPPED)
             self._closed.set()
+
+    def _shutdown_timeout_s(self) -> float:
+        """brokerShutdownTimeoutMs (Pulsar's default 60 s); 0 or less: the stages' own bounds."""
+        svc = self.broker_service
+        ms = svc.config.broker_shutdown_timeout_ms if svc is not None else 60_000
+        if ms <= 0:
+            return HTTP_STOP_TIMEOUT_S + 2 * BROKER_STOP_TIMEOUT_S + STORAGE_STOP_TIMEOUT_S
+        return ms / 1000.0
 
     async def _stop_http(self) -> None:
         if self._http is None or self._http_task is None:

@@ -200,6 +200,7 @@ class ManagedLedgerImpl(LedgerWriter):
 
     async def initialize(self) -> None:
         info = await self.meta.load()
+        new = self.meta.version == -1  # no node yet: no cursor nodes under it either
         for li in info.ledgers:
             self.ledger_list.set(li)
         self.terminated_position = info.terminated_position
@@ -212,7 +213,7 @@ class ManagedLedgerImpl(LedgerWriter):
         else:
             await self._create_and_record_ledger(initial=True)
             self._set_state(MLState.LEDGER_OPENED)
-        for cname, raw, version in await self.meta.load_cursors():
+        for cname, raw, version in [] if new else await self.meta.load_cursors():
             cursor = await ManagedCursorImpl.recover(self, cname, raw, version)
             self._cursors[cname] = cursor
         self.schedule_trim()  # as Pulsar does after opening: consumed ledgers may be due

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from magnetar.broker import errors
-from magnetar.broker.ownership.api import NotOwnedHere
-from magnetar.broker.ownership.bundles import even_boundaries, to_hex
+from magnetar.broker.ownership.api import NotOwnedHere, find_bundle
+from magnetar.broker.ownership.bundles import even_boundaries, to_hex, topic_hash
 from magnetar.broker.ownership.cluster import ClusterNamespaceService
 from magnetar.broker.ownership.ownership import ownership_path
 from magnetar.broker.ownership.registry import BROKERS_PATH
@@ -44,10 +44,13 @@ class FakeBroker:
         self.name = name
         self.clock = RealClock()
         self.config = SimpleNamespace(default_number_of_namespace_bundles=bundles, advertised_address=name)
-        policies = {"bundles": {"boundaries": to_hex(even_boundaries(bundles)), "numBundles": bundles}}
+        self.policies = {"bundles": {"boundaries": to_hex(even_boundaries(bundles)), "numBundles": bundles}}
+        self.cached: dict | None = None  # a stale copy the namespace cache still serves (None: current)
 
         async def get(ns: str, *, fresh: bool = False) -> dict | None:
-            return policies if ns == NS else None
+            if ns != NS:
+                return None
+            return self.policies if fresh or self.cached is None else self.cached
 
         self.resources = SimpleNamespace(namespaces=SimpleNamespace(get=get))
         self.metadata_store = server.session()
@@ -278,3 +281,37 @@ async def test_concurrent_lookups_while_this_broker_takes_the_bundle_all_connect
     )
     assert [a for a in answers if isinstance(a, BaseException)] == []
     assert all(not a.redirect for a in answers[: len(same)])
+
+
+async def test_a_lookup_on_stale_boundaries_never_owns_the_split_parent(brokers):
+    """Another broker split bundle P (new boundaries written, P's lock released); this broker's
+    namespace cache still has the old boundaries. Its lookup computes P, wins P's free lock --
+    and must give it back (the store's boundaries no longer have P) and take the child instead;
+    a topic load there (check_owned) is allowed on the child, never on P."""
+    b = brokers[0]
+    ref = parse_topic(f"persistent://{NS}/split-race")
+    parent = await b.ns.bundle_of(ref)
+    lo, hi = parent.range.lower, parent.range.upper
+    split = sorted({*even_boundaries(4), (lo + hi) // 2})
+    b.cached = b.policies
+    for x in brokers:
+        x.policies = {"bundles": {"boundaries": to_hex(split), "numBundles": 5}}
+    assert await b.ns.bundle_of(ref) == parent  # the stale view
+    child = await find_bundle(b, ref, fresh=True)
+    assert child != parent and parent.range.contains(topic_hash(ref.full_name))
+
+    answer = await b.ns.lookup(ref, True)  # authoritative: take it here
+    assert not answer.redirect
+    assert not b.ns.ownership.is_owned(parent)
+    assert b.ns.ownership.is_owned(child)
+    assert b.ns.ownership.counters["stale"] == 1
+    assert await b.metadata_store.get(ownership_path(parent)) is None  # the parent's lock given back
+    await b.ns.check_owned(ref)  # the stale cache does not refuse the load on the child's owner
+
+    # Another broker, also stale, is refused on the topic (the child is b's) and takes nothing.
+    other = brokers[1]
+    other.cached = b.cached
+    with pytest.raises(errors.ServiceNotReadyError, match="not owned by this broker"):
+        await other.ns.check_owned(ref)
+    assert not other.ns.ownership.is_owned(parent)
+    assert await other.metadata_store.get(ownership_path(parent)) is None

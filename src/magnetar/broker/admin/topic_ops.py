@@ -200,12 +200,7 @@ class TopicOps(PeekOps):
     # ------------------------------------------------------------ last id / terminate
     async def last_message_id(self, topic: str) -> dict:
         (t,) = await self._topics(topic, allow_partitioned=False)
-        pos, batch_index = await t.last_message_id()
-        if pos.entry_id < 0:  # a fresh, empty ledger after a roll: the last message is before it
-            earlier = [li for li in t.ml.ledgers() if li.ledger_id < pos.ledger_id and li.entries > 0]
-            if earlier:
-                pos = Position(earlier[-1].ledger_id, earlier[-1].entries - 1)
-                batch_index = -1
+        pos, batch_index = await t.last_message_id()  # already looks past a just-rolled ledger
         out = {"ledgerId": pos.ledger_id, "entryId": pos.entry_id, "partitionIndex": t.partition_index}
         if batch_index >= 0:
             out["batchIndex"] = batch_index

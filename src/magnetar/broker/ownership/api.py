@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from magnetar.broker import errors
-from magnetar.broker.ownership.bundles import NamespaceBundle, boundaries_of, bundle_of_topic, topic_hash
+from magnetar.broker.ownership.bundles import (
+    NamespaceBundle,
+    boundaries_of,
+    bundle_of_topic,
+    ranges_of,
+    topic_hash,
+)
 from magnetar.broker.ownership.ownership import OwnerData
 
 if TYPE_CHECKING:
@@ -94,14 +100,30 @@ class BrokerFace(Protocol):
     def web_service_url_tls(self) -> str | None: ...
 
 
-async def find_bundle(svc: BrokerFace, ref: TopicRef) -> NamespaceBundle:
-    """The bundle of a topic, from its namespace's policies (NamespaceNotFound when absent)."""
-    # fresh: a split on another broker may not have reached the namespace cache yet
-    policies = await svc.resources.namespaces.get(ref.namespace, fresh=True)
+async def find_bundle(svc: BrokerFace, ref: TopicRef, *, fresh: bool = False) -> NamespaceBundle:
+    """The bundle of a topic, from its namespace's policies (NamespaceNotFound when absent).
+
+    Read through the broker's namespace cache unless ``fresh``: the cache may lag a split
+    made on another broker, so whoever *takes* a bundle on the strength of this answer
+    checks it against the store first (:func:`bundle_exists`)."""
+    policies = await svc.resources.namespaces.get(ref.namespace, fresh=fresh)
     if policies is None:
         raise errors.NamespaceNotFoundError("Namespace does not exist")
     bounds = boundaries_of(policies, svc.config.default_number_of_namespace_bundles)
     return bundle_of_topic(ref.namespace, bounds, ref.full_name)
+
+
+async def bundle_exists(svc: BrokerFace, bundle: NamespaceBundle) -> bool:
+    """Whether ``bundle`` is one of its namespace's bundles in the store right now.
+
+    Called after a bundle's lock was won and before it counts as owned: a split writes the
+    new boundaries *before* it releases the parent's lock, so a lock won on the parent
+    afterwards is always seen as stale here (the split's write happened before our win)."""
+    policies = await svc.resources.namespaces.get(bundle.namespace, fresh=True)
+    if policies is None:
+        return False
+    bounds = boundaries_of(policies, svc.config.default_number_of_namespace_bundles)
+    return bundle.range in ranges_of(bounds)
 
 
 def self_owner_data(svc: BrokerFace) -> OwnerData:

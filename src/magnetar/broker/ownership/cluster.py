@@ -48,6 +48,7 @@ from magnetar.broker.ownership.api import (
     BrokerFace,
     LookupResult,
     NotOwnedHere,
+    bundle_exists,
     close_bundle_topics,
     find_bundle,
     self_owner_data,
@@ -89,6 +90,7 @@ class ClusterNamespaceService:
             supervisor=self._supervisor,
             on_lost=self._on_lost,
             on_change=self._registration_changed,
+            validate=lambda bundle: bundle_exists(svc, bundle),
         )
         self.registry = BrokerRegistry(
             svc.metadata_store, self._broker_info, clock=svc.clock, supervisor=self._supervisor
@@ -213,7 +215,7 @@ class ClusterNamespaceService:
                         return LookupResult(me, redirect=False)
                     raise errors.ServiceNotReadyError(f"bundle {bundle.name} is still held by an old session")
                 if not await self.dead_owners.reachable(owner) and await self.dead_owners.wait_gone(
-                    bundle, lambda: self.ownership.owner_of(bundle), owner
+                    bundle, lambda b=bundle: self.ownership.owner_of(b), owner
                 ):
                     continue  # the dead owner's lock went: place the bundle afresh (.dead_owner)
                 return LookupResult(owner, redirect=True)
@@ -228,6 +230,10 @@ class ClusterNamespaceService:
                     return LookupResult(_owner_data(chosen), redirect=True)
             if await self.ownership.try_acquire(bundle):
                 return LookupResult(me, redirect=False)
+            # Lost the race, or the range was gone (a split our cached boundaries had not
+            # seen yet): look again with the store's boundaries.
+            bundle = await find_bundle(self._svc, ref, fresh=True)
+            await self._wait_unloaded(bundle)
         raise errors.ServiceNotReadyError(f"no owner could be settled for bundle {bundle.name}")
 
     async def _choose(self, bundle: NamespaceBundle, avoid_self: bool = False) -> BrokerInfo | None:
@@ -256,6 +262,12 @@ class ClusterNamespaceService:
         if self._own_health_topic(ref):
             return
         bundle = await self.bundle_of(ref)
+        if self.ownership.is_owned(bundle) and bundle not in self._unloading:
+            return  # the cache may only lag a split of a bundle we never held: ours is current
+        fresh = await find_bundle(self._svc, ref, fresh=True)
+        await self._check_owned(fresh)
+
+    async def _check_owned(self, bundle: NamespaceBundle) -> None:
         if bundle in self._unloading:
             raise errors.ServiceNotReadyError(f"Namespace bundle {bundle.name} is being unloaded")
         if self.ownership.is_owned(bundle):

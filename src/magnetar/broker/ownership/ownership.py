@@ -8,6 +8,11 @@ any other broker reads to redirect a lookup to the owner.  At most one
 session holds the node, so a bundle has at most one owner; the node dies with
 the owner's session (kill -9, a partition longer than the session timeout).
 
+A lock is won on the strength of a bundle computed from a possibly stale copy of the
+namespace's boundaries; ``validate`` (the namespace service's fresh read) decides, after the
+win and before the bundle counts as owned, whether that range still exists -- otherwise the
+lock is given back and the attempt reports False.
+
 Our side keeps, per bundle we hold, the lock object; per bundle being
 acquired, one future (concurrent lookups of one bundle share one attempt).
 When a lock is LOST (session expired, node deleted) the bundle leaves the
@@ -22,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from magnetar.broker.ownership.bundles import NamespaceBundle
@@ -87,15 +92,17 @@ class BundleOwnership:
         supervisor: TaskSupervisor,
         on_lost: Callable[[NamespaceBundle, str], None],
         on_change: Callable[[], None] | None = None,
+        validate: Callable[[NamespaceBundle], Awaitable[bool]] | None = None,
     ) -> None:
         self._store = store
+        self._validate = validate
         self._self_data = self_data
         self._supervisor = supervisor
         self._on_lost = on_lost
         self._on_change = on_change or (lambda: None)
         self._held: dict[NamespaceBundle, DistributedLock] = {}
         self._acquiring: dict[NamespaceBundle, asyncio.Future[bool]] = {}
-        self.counters = {"acquired": 0, "released": 0, "lost": 0, "busy": 0}
+        self.counters = {"acquired": 0, "released": 0, "lost": 0, "busy": 0, "stale": 0}
 
     # -- queries ---------------------------------------------------------------------------------
     def is_owned(self, bundle: NamespaceBundle) -> bool:
@@ -175,6 +182,19 @@ class BundleOwnership:
             self.counters["busy"] += 1
             await lock.release()
             return False
+        if self._validate is not None:
+            try:
+                valid = await self._validate(bundle)
+            except BaseException:
+                await lock.release()
+                raise
+            if not valid:  # asked on a stale copy of the boundaries: that range is gone
+                self.counters["stale"] += 1
+                await lock.release()
+                log.info(
+                    "bundle %s: no longer a bundle of its namespace (split?); lock given back", bundle.name
+                )
+                return False
         lock.add_lost_listener(lambda event: self._lost(bundle, lock, event))
         self._held[bundle] = lock
         self.counters["acquired"] += 1
