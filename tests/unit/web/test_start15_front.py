@@ -4,9 +4,9 @@ once, on the first request that needs it (issue 15 start-up)."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import httpx
-import pytest
 
 from magnetar.broker import errors
 from magnetar.web.app import create_app
@@ -105,9 +105,11 @@ async def test_a_failed_build_answers_500_and_the_next_request_retries() -> None
         assert r.status_code == 200 and attempts == 2
 
 
-@pytest.mark.parametrize("authenticated", [True])
-async def test_with_authentication_on_every_request_goes_through_the_app(authenticated: bool) -> None:
+async def test_with_authentication_on_even_lookups_and_metrics_go_through_the_app() -> None:
     svc = FakeService()
-    svc.authentication = type("Authn", (), {"enabled": authenticated})()  # type: ignore[attr-defined]
+    svc.authentication = SimpleNamespace(enabled=True)  # type: ignore[attr-defined]
     front = WebFront(svc)
     assert not front._fast_paths()
+    async with _client(front) as http:
+        await http.get("/admin/v2/brokers/ready")  # the app's auth middleware decides (web.auth)
+    assert front.app is not None
