@@ -7,8 +7,10 @@ order in which things start and stop:
             -> bind the HTTP socket (so port 0 is resolved before lookups need it)
             -> BrokerService binds the binary port, learns the web port, and
                initialises cluster/tenant/namespaces on first start
-            -> uvicorn serves the FastAPI app on the bound socket, as a task
-               of this loop (``Server.serve``; never ``uvicorn.run``)
+            -> uvicorn serves the web front (``web.front``: /metrics, lookup,
+               WebSocket at once; the FastAPI admin app built on the first
+               request that needs it) on the bound socket, as a task of this
+               loop (``Server.serve``; never ``uvicorn.run``)
             -> RUNNING: ``ready_line`` is what the CLI prints
     stop:   HTTP server -> BrokerService (connections, producers, consumers,
             topics, managed ledgers) -> storage stack, top-down.
@@ -44,7 +46,7 @@ from magnetar.app.plugins import PluginError, Plugins
 from magnetar.app.storage import StorageStack, broker_metadata_view, open_standalone_storage
 from magnetar.app.tls import broker_client_credentials, start_tls_listeners
 from magnetar.runtime import Clock, RealClock, Rng
-from magnetar.web.app import create_app
+from magnetar.web.front import WebFront
 from magnetar.web.metrics_process import register_bookie_metrics
 
 log = logging.getLogger(__name__)
@@ -211,21 +213,21 @@ class Standalone:
         self.functions_worker = await start_functions_worker(self, self._http.config.app)
         self._preload_admin_routes(self._http.config.app)
 
-    def _preload_admin_routes(self, app: Any) -> None:
-        """Build the admin routes in the background once ready (web.lazy_routers), so the
-        first admin request does not pay for them."""
-        routers = getattr(app.state, "lazy_routers", None)
-        raw = str(self.config.properties.get("magnetarAdminRoutesPreloadDelayMs") or "1000").strip()
+    def _preload_admin_routes(self, front: WebFront) -> None:
+        """``magnetarAdminRoutesPreloadDelayMs`` >= 0: build the FastAPI admin app that long after
+        ready (web.front), so the first admin request does not pay for it.  Off by default: an
+        idle broker holds no FastAPI (start-up time and idle memory, issue 15)."""
+        raw = str(self.config.properties.get("magnetarAdminRoutesPreloadDelayMs") or "-1").strip()
         try:
             delay_s = int(raw) / 1000
         except ValueError:
             raise StandaloneError(
                 f"magnetarAdminRoutesPreloadDelayMs={raw!r}: expected milliseconds"
             ) from None
-        if routers is None or routers.loaded or delay_s < 0:
+        if front.app is not None or delay_s < 0:
             return
         self._preload_task = asyncio.get_running_loop().create_task(
-            routers.load_in_background(delay_s), name="standalone:admin-routes"
+            front.build_in_background(delay_s), name="standalone:admin-routes"
         )
 
     def _broker_properties(self) -> dict[str, str]:
@@ -247,13 +249,13 @@ class Standalone:
             rng=self.rng.fork("health"),
             credentials=broker_client_credentials(self.config.properties),
         )
-        app = create_app(svc, health_check=check)
-        app.state.request_stop = self.request_stop  # POST /admin/v2/brokers/shutdown (web/load_balance.py)
-        register_bookie_metrics(app, self._storage.parts.get("bookie") if self._storage else None)
-        if self.plugins is not None:
-            self._plugin_step(self.plugins.mount, app, svc)
+        front = WebFront(svc, health_check=check)
+        front.state.request_stop = self.request_stop  # POST /admin/v2/brokers/shutdown (web/load_balance.py)
+        register_bookie_metrics(front, self._storage.parts.get("bookie") if self._storage else None)
+        if self.plugins is not None and self.plugins.ext.servlets:  # mounted on the app: build it now
+            self._plugin_step(self.plugins.mount, front.build_now(), svc)
         uv_config = uvicorn.Config(
-            app,
+            front,
             log_level="warning",
             access_log=False,
             lifespan="off",

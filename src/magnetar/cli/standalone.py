@@ -130,6 +130,21 @@ def tune_gc_for_serving() -> None:
     gc.set_threshold(*SERVING_GC_THRESHOLDS)
 
 
+# Debugging start-up cost: when set, the names of every module imported by the time the ready line
+# is printed are written to this file, one per line (tests/unit/cli/test_start15_lean_standalone.py).
+MODULES_AT_READY_ENV = "MAGNETAR_DEBUG_MODULES_AT_READY"
+
+
+def _dump_modules_at_ready() -> None:
+    import os
+
+    path = os.environ.get(MODULES_AT_READY_ENV)
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            loaded = sorted(name for name, module in sys.modules.items() if module is not None)
+            f.write("".join(f"{name}\n" for name in loaded))  # (None: cli.main.NEVER_IMPORTED)
+
+
 async def _serve(config: object) -> int:
     from magnetar.app.standalone import Standalone
 
@@ -144,6 +159,7 @@ async def _serve(config: object) -> int:
         print(f"magnetar standalone: failed to start: {exc}", file=sys.stderr, flush=True)
         return EXIT_START_FAILED
     tune_gc_for_serving()
+    _dump_modules_at_ready()
     print(standalone.ready_line, flush=True)
     await standalone.run_until_stopped()
     return EXIT_OK

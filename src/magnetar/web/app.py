@@ -5,26 +5,27 @@ Theory of operation: :func:`create_app` mounts one router per resource family
 or anything with the same coroutine methods) and installs the error
 translation and the metrics middleware.  The app is plain ASGI; the
 composition root (``magnetar.app.standalone``) serves it with uvicorn inside
-the broker's own event loop.  No state lives here beyond ``app.state``:
-``broker_service``, the optional ``health_check`` and the app's own metrics
-registry.
+the broker's own event loop, behind the start-up front (``web.front``), which
+builds it on the first request that needs it and hands it its ``state``
+(admin service, metrics registry already made).  No state lives here beyond
+``app.state``: ``broker_service``, ``admin``, the optional ``health_check``
+and the metrics registry.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import Depends, FastAPI
 
-from magnetar.broker.admin.service import AdminService
 from magnetar.web import lookup, metrics, websocket
 from magnetar.web.auth import install_auth
+from magnetar.web.deps import validate_path_names
 from magnetar.web.errors import install_error_handlers
+from magnetar.web.front import make_admin_service
 from magnetar.web.lazy_routers import install_lazy_routers
 from magnetar.web.ownership import install_ownership
-from magnetar.web.paths import validate_path_names
 from magnetar.web.plugins import install_web_interceptor
 
 # Served from the start: what clients use (HTTP lookup, /metrics, the WebSocket API).
@@ -55,8 +56,10 @@ def create_app(
     *,
     health_check: Callable[[], Awaitable[None]] | None = None,
     title: str = "magnetar broker",
+    state: Any = None,
 ) -> FastAPI:
-    """``health_check``: an async callable that raises when the broker cannot serve (see brokers.py)."""
+    """``health_check``: an async callable that raises when the broker cannot serve (see brokers.py).
+    ``state``: the front's (``web.front.WebFront.state``), which becomes ``app.state``."""
     app = FastAPI(
         title=title,
         docs_url=None,
@@ -64,18 +67,12 @@ def create_app(
         openapi_url="/openapi.json",
         dependencies=[Depends(validate_path_names)],
     )
-    app.state.broker_service = broker_service
-    # A bare fake service (unit tests of lookup/partitions) has no metadata resources.
-    has_admin = hasattr(broker_service, "resources") and hasattr(broker_service, "metadata_store")
-    app.state.admin = AdminService(broker_service) if has_admin else None
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass  # built outside a loop (unit tests): no enforcement loop
+    if state is not None:
+        app.state = state  # the front's: admin service and metrics registry made at start
     else:
-        if app.state.admin is not None:
-            app.state.admin.start()
-    app.state.health_check = health_check
+        app.state.admin = make_admin_service(broker_service)
+        app.state.health_check = health_check
+    app.state.broker_service = broker_service
     install_error_handlers(app)
     install_ownership(app)  # 307 to a bundle's owner (before auth: auth wraps it and runs first)
     install_auth(app)  # authentication + per-route authorization (web/auth.py)

@@ -20,6 +20,12 @@ from starlette.requests import HTTPConnection
 
 from magnetar.broker.admin.policies import load_json
 from magnetar.broker.service.api import WebBrokerView
+from magnetar.web.paths import check_path_names
+
+
+async def validate_path_names(request: HTTPConnection) -> None:
+    """Every route's dependency (``create_app``): ``paths.check_path_names`` on its path parameters."""
+    check_path_names(request.path_params)
 
 
 def admin(request: Request) -> Any:

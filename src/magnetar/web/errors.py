@@ -11,11 +11,11 @@ Handlers that need to refuse a request themselves raise :class:`WebError`.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
+if TYPE_CHECKING:  # imported where used: web.front and web.paths import this module before FastAPI
+    from fastapi import FastAPI, Request
+    from starlette.responses import JSONResponse
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,8 @@ class WebError(Exception):
 
 
 def reason(status: int, message: str) -> JSONResponse:
+    from starlette.responses import JSONResponse
+
     return JSONResponse(status_code=status, content={"reason": message})
 
 
@@ -42,6 +44,9 @@ def _broker_error_types() -> tuple[type[BaseException], ...]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
     async def on_web_error(_req: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, WebError)
         return reason(exc.http_status, exc.message)

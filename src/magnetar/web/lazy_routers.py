@@ -17,13 +17,12 @@ unchanged.  Nothing else changes: the first admin request pays the import
 (a fraction of a second on an idle machine, seconds on a busy one), every
 later one nothing.
 
-So that no admin request pays it, :meth:`LazyRouters.load_in_background`
-(the composition root starts it once the broker is ready, after
-``magnetarAdminRoutesPreloadDelayMs``, 1 s by default, negative: never)
-imports the router modules one per event-loop turn -- requests in between
-are served -- and then loads them; a request that comes first loads the rest
-itself, as before.  The start-up path and the time to ready are unchanged;
-the idle process holds the routes (a few MiB) from then on.
+The standalone goes further: its HTTP server serves ``web.front``, which
+builds this whole app (FastAPI included) on the first request that needs it
+and then loads the routers at once (:func:`load_all`).  An app built alone
+(unit tests, other composition roots) keeps the lazy loading described here;
+:meth:`LazyRouters.load_in_background` imports the router modules one per
+event-loop turn -- requests in between are served -- and then loads them.
 """
 
 from __future__ import annotations

@@ -305,6 +305,8 @@ async def get_pause_on_ack(request: Request, tenant: str, namespace: str) -> Res
 
 # ---------------------------------------------------------------- generated policy routes
 def body_type(kind: Any) -> Any:
+    if isinstance(kind, p.Model):
+        return kind.resolve()
     if kind in (p.INT, p.LONG):
         return int
     if kind == p.BOOL:

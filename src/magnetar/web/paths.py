@@ -10,8 +10,8 @@ layer takes and refuse a domain Pulsar does not know.
 from __future__ import annotations
 
 import re
-
-from starlette.requests import HTTPConnection
+from collections.abc import Mapping
+from typing import Any
 
 from magnetar.web.errors import WebError
 
@@ -20,10 +20,10 @@ STRICT_PARAMS = ("tenant", "namespace", "cluster")
 SEGMENT_LEN_MAX = 1024
 
 
-async def validate_path_names(request: HTTPConnection) -> None:
-    """Every route's dependency: Pulsar's name rule for tenants/namespaces/clusters (412),
-    and no control characters or over-long segments in any other path parameter."""
-    for key, value in request.path_params.items():
+def check_path_names(params: Mapping[str, Any]) -> None:
+    """Pulsar's name rule for tenants/namespaces/clusters (412), and no control characters or
+    over-long segments in any other path parameter (every route's: ``deps.validate_path_names``)."""
+    for key, value in params.items():
         if not isinstance(value, str):
             continue
         if key in STRICT_PARAMS and (not NAME_RE.match(value) or value in (".", "..")):

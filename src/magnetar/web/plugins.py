@@ -16,10 +16,12 @@ authorization middleware lets any authenticated role through to a servlet
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 from magnetar.web.errors import reason
 

@@ -13,13 +13,18 @@ yet: the rack-aware bookie placement and the load manager do not read them
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
 from magnetar.broker.admin.policies import BadBodyError
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.service.api import BrokerServiceView
-from magnetar.common import rest_models as m
-from magnetar.common.rest_models import FailureDomain, NamespaceIsolationData
+from magnetar.common.lazy_import import lazy_import
+
+if TYPE_CHECKING:
+    from magnetar.common.rest_models import FailureDomain, NamespaceIsolationData
+
+m = lazy_import("magnetar.common.rest_models")  # pydantic on first use (issue 15 start-up)
 
 ROOT = "/admin/clusters"
 NAME_CHARS_MAX = 256

@@ -36,7 +36,9 @@ from magnetar.broker.ownership.bundles import (
 from magnetar.broker.resources import default_policies
 from magnetar.broker.resources.namespaces import bundle_boundaries
 from magnetar.broker.service.api import BrokerServiceView
-from magnetar.common import rest_models as m
+from magnetar.common.lazy_import import lazy_import
+
+m = lazy_import("magnetar.common.rest_models")  # pydantic on first use (issue 15 start-up)
 
 ChangeListener = Callable[[str], Awaitable[None]]
 MB = 1024 * 1024

@@ -33,11 +33,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-import httpx
-
 from magnetar.broker import errors
 from magnetar.broker.service.api import BrokerServiceView
 from magnetar.broker.service.names import TopicRef, parse_topic
+from magnetar.common.lazy_import import lazy_import
+
+httpx = lazy_import("httpx")  # imported by the first fan-out call (issue 15 start-up)
 
 T = TypeVar("T")
 HTTP_TIMEOUT_S = 30.0

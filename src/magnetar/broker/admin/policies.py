@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from magnetar.broker import errors
-from magnetar.common import rest_models as m
+from magnetar.common import rest_enums as e
 from magnetar.common.admin_policies import POLICIES
+from magnetar.common.lazy_import import lazy_import
+
+m = lazy_import("magnetar.common.rest_models")  # pydantic on first use (issue 15 start-up)
 
 INT = "int"  # non-negative int32
 LONG = "long"  # any int64 (negative values mean "disabled" for offload thresholds)
@@ -45,7 +46,7 @@ class BadBodyError(errors.BrokerError):
 @dataclass(frozen=True)
 class PolicySpec:
     name: str
-    kind: Any  # INT/LONG/BOOL/CLUSTERS/SUBTYPES/STRING, an Enum class or a pydantic model
+    kind: Any  # INT/LONG/BOOL/CLUSTERS/SUBTYPES/STRING, an Enum class or a Model (pydantic body)
     ns_suffix: str | None
     ns_field: str | None
     topic_suffix: str | None
@@ -56,32 +57,43 @@ class PolicySpec:
     ns_cleared: Any = None  # the stored value after DELETE / when unset
 
 
+@dataclass(frozen=True)
+class Model:
+    """A pydantic body class of ``common.rest_models`` by name: that module (and pydantic) is
+    imported by the first body parsed, not when this table is built (start-up, issue 15)."""
+
+    name: str
+
+    def resolve(self) -> Any:
+        return getattr(m, self.name)
+
+
 # The body kind each policy's value is validated with (the facts themselves: common.admin_policies).
 KINDS: dict[str, Any] = {
-    "retention": m.RetentionPolicies,
+    "retention": Model("RetentionPolicies"),
     "messageTTL": INT,
     "deduplication": BOOL,
     "deduplicationSnapshotInterval": INT,
-    "schemaCompatibilityStrategy": m.SchemaCompatibilityStrategy,
-    "schemaAutoUpdateCompatibilityStrategy": m.SchemaAutoUpdateCompatibilityStrategy,
+    "schemaCompatibilityStrategy": e.SchemaCompatibilityStrategy,
+    "schemaAutoUpdateCompatibilityStrategy": e.SchemaAutoUpdateCompatibilityStrategy,
     "isAllowAutoUpdateSchema": BOOL,
     "schemaValidationEnforced": BOOL,
-    "autoTopicCreation": m.AutoTopicCreationOverride,
-    "autoSubscriptionCreation": m.AutoSubscriptionCreationOverride,
+    "autoTopicCreation": Model("AutoTopicCreationOverride"),
+    "autoSubscriptionCreation": Model("AutoSubscriptionCreationOverride"),
     "replication": CLUSTERS,
     "allowedClusters": CLUSTERS,
-    "persistence": m.PersistencePolicies,
-    "bookieAffinity": m.BookieAffinityGroupData,
-    "offloadPolicies": m.OffloadPolicies,
+    "persistence": Model("PersistencePolicies"),
+    "bookieAffinity": Model("BookieAffinityGroupData"),
+    "offloadPolicies": Model("OffloadPolicies"),
     "offloadThreshold": LONG,
     "offloadThresholdInSeconds": LONG,
     "offloadDeletionLagMs": LONG,
     "compactionThreshold": LONG,
-    "dispatchRate": m.DispatchRate,
-    "subscriptionDispatchRate": m.DispatchRate,
-    "replicatorDispatchRate": m.DispatchRate,
-    "publishRate": m.PublishRate,
-    "subscribeRate": m.SubscribeRate,
+    "dispatchRate": Model("DispatchRate"),
+    "subscriptionDispatchRate": Model("DispatchRate"),
+    "replicatorDispatchRate": Model("DispatchRate"),
+    "publishRate": Model("PublishRate"),
+    "subscribeRate": Model("SubscribeRate"),
     "maxProducers": INT,
     "maxConsumers": INT,
     "maxConsumersPerSubscription": INT,
@@ -91,13 +103,13 @@ KINDS: dict[str, Any] = {
     "maxTopicsPerNamespace": INT,
     "maxMessageSize": INT,
     "subscriptionExpirationTime": INT,
-    "inactiveTopicPolicies": m.InactiveTopicPolicies,
-    "delayedDelivery": m.DelayedDeliveryPolicies,
+    "inactiveTopicPolicies": Model("InactiveTopicPolicies"),
+    "delayedDelivery": Model("DelayedDeliveryPolicies"),
     "subscriptionTypesEnabled": SUBTYPES,
-    "subscriptionAuthMode": m.SubscriptionAuthMode,
+    "subscriptionAuthMode": e.SubscriptionAuthMode,
     "encryptionRequired": BOOL,
     "antiAffinity": STRING,
-    "entryFilters": m.EntryFilters,
+    "entryFilters": Model("EntryFilters"),
 }
 
 SPECS: tuple[PolicySpec, ...] = tuple(
@@ -142,7 +154,7 @@ def parse_value(kind: Any, raw: Any) -> Any:
             raise BadBodyError("expected an integer body")
         if not -(2**63) <= raw < 2**63:
             raise BadBodyError("integer out of range")
-        if kind == INT and (raw < 0 or raw > m.INT32_MAX):
+        if kind == INT and (raw < 0 or raw > e.INT32_MAX):
             raise errors.PreconditionFailedError("Invalid value: must be a non-negative 32-bit integer")
         return raw
     if kind == BOOL:
@@ -158,7 +170,7 @@ def parse_value(kind: Any, raw: Any) -> Any:
             raise BadBodyError("expected a JSON list of strings")
         if kind == SUBTYPES:
             try:
-                return sorted({m.SubscriptionType(x).value for x in raw})
+                return sorted({e.SubscriptionType(x).value for x in raw})
             except ValueError:
                 raise BadBodyError(f"invalid subscription type in {raw}") from None
         return sorted(set(raw))
@@ -167,13 +179,14 @@ def parse_value(kind: Any, raw: Any) -> Any:
             return kind(raw).value
         except ValueError:
             raise BadBodyError(f"invalid value {raw!r}: expected one of {[e.value for e in kind]}") from None
-    if isinstance(kind, type) and issubclass(kind, BaseModel):
+    if isinstance(kind, Model) or (isinstance(kind, type) and issubclass(kind, m.BaseModel)):
+        model = kind.resolve() if isinstance(kind, Model) else kind
         if not isinstance(raw, dict):
-            raise BadBodyError(f"expected a JSON object ({kind.__name__})")
+            raise BadBodyError(f"expected a JSON object ({model.__name__})")
         try:
-            return m.dump(kind.model_validate(raw))
-        except ValidationError as exc:
+            return m.dump(model.model_validate(raw))
+        except m.ValidationError as exc:
             first = exc.errors()[0] if exc.errors() else {}
             where = ".".join(str(p) for p in first.get("loc", ()))
-            raise BadBodyError(f"invalid {kind.__name__}: {where} {first.get('msg', '')}".strip()) from None
+            raise BadBodyError(f"invalid {model.__name__}: {where} {first.get('msg', '')}".strip()) from None
     raise AssertionError(f"unknown policy kind {kind!r}")

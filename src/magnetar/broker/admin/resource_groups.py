@@ -26,7 +26,9 @@ from magnetar.broker.admin.tenancy import check_name
 from magnetar.broker.resources.base import JsonStore
 from magnetar.broker.resources.resource_groups import ResourceGroupResources
 from magnetar.broker.service.api import BrokerServiceView
-from magnetar.common import rest_models as m
+from magnetar.common.lazy_import import lazy_import
+
+m = lazy_import("magnetar.common.rest_models")  # pydantic on first use (issue 15 start-up)
 
 
 class ResourceGroupNotFoundError(errors.BrokerError):

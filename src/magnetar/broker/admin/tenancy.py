@@ -16,7 +16,9 @@ from typing import Any
 
 from magnetar.broker import errors
 from magnetar.broker.service.api import BrokerServiceView
-from magnetar.common import rest_models as m
+from magnetar.common.lazy_import import lazy_import
+
+m = lazy_import("magnetar.common.rest_models")  # pydantic on first use (issue 15 start-up)
 
 NAME_RE = re.compile(r"^[-=:.\w]+$")
 NAME_LEN_MAX = 255

@@ -21,9 +21,11 @@ from typing import Any
 from magnetar.broker import errors
 from magnetar.broker.admin.topic_resolve import TopicResolution, q
 from magnetar.broker.service.rates import expire_counted
-from magnetar.common import rest_models as m
+from magnetar.common.lazy_import import lazy_import
 from magnetar.managed_ledger.api import Position
 from magnetar.protocol.payload import peek_metadata
+
+m = lazy_import("magnetar.common.rest_models")  # pydantic on first use (issue 15 start-up)
 
 
 def publish_time_of(data: bytes) -> int:

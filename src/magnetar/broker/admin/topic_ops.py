@@ -33,9 +33,11 @@ from magnetar.broker.admin.topic_resolve import found, q
 from magnetar.broker.service.names import TopicRef, parse_topic
 from magnetar.broker.service.stats import merge_topic_stats, topic_stats_dict
 from magnetar.broker.service.topic import PersistentTopic
-from magnetar.common import rest_models as m
+from magnetar.common.lazy_import import lazy_import
 from magnetar.managed_ledger.api import InitialPosition, Position
 from magnetar.runtime import wait_for
+
+m = lazy_import("magnetar.common.rest_models")  # pydantic on first use (issue 15 start-up)
 
 LATEST = 2**63 - 1
 

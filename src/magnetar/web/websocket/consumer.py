@@ -30,7 +30,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import WebSocket
+from starlette.websockets import WebSocket
 
 from magnetar.broker.service.api import WebBrokerView
 from magnetar.protocol.enums import SubType

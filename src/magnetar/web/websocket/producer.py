@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import WebSocket
+from starlette.websockets import WebSocket
 
 from magnetar.broker import errors
 from magnetar.broker.service.api import WebBrokerView

@@ -27,8 +27,8 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
-from fastapi import Response, WebSocket
-from starlette.websockets import WebSocketDisconnect
+from starlette.responses import Response
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from magnetar.broker import errors
 from magnetar.broker.auth import AuthenticationError, AuthorizationError
