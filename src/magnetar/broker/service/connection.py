@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
@@ -67,6 +68,7 @@ HANDLER_TIMEOUT_S = 25.0
 BACKPRESSURE_CHECK_S = 1.0
 WRITE_HIGH_WATER_BYTES = 8 * 1024 * 1024
 DRAIN_CHECK_S = 1.0
+_U32_PAIR = struct.Struct(">II")
 
 
 class Connection(TransportCnx):
@@ -160,8 +162,14 @@ class Connection(TransportCnx):
         head = cmds.message_command_bytes(
             consumer_id, pos.ledger_id, pos.entry_id, partition, redelivery_count, ack_set or None
         )
-        self.write((len(head) + 4 + len(data)).to_bytes(4, "big") + len(head).to_bytes(4, "big") + head)
-        self.write(data)
+        if self.closed:
+            return
+        out = self._out
+        out.append(_U32_PAIR.pack(len(head) + 4 + len(data), len(head)) + head)
+        out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     def send_receipt(self, producer: Producer, sequence_id: int, highest: int | None, pos: Position) -> None:
         self._publish_done()

@@ -43,7 +43,9 @@ from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.subscription import Subscription
 from magnetar.broker.service.topic_base import BaseTopic, TopicState
+from magnetar.managed_ledger.add_completion import AddCallbackFn
 from magnetar.managed_ledger.api import (
+    EntryMetadata,
     InitialPosition,
     ManagedLedger,
     ManagedLedgerClosedError,
@@ -97,7 +99,7 @@ class PersistentTopic(BaseTopic):
         self.ml = ml
         self.subscriptions: dict[str, Subscription] = {}
         # adds in flight (one per SEND); a set made by the first add (an empty set is 216 B)
-        self._adds: set[asyncio.Future[Position]] | frozenset[asyncio.Future[Position]] = _NO_ADDS
+        self._adds: set[asyncio.Future[Position] | _TopicAdd] | frozenset[asyncio.Future[Position]] = _NO_ADDS
 
     # ------------------------------------------------------------ storage facts
     @property
@@ -121,30 +123,58 @@ class PersistentTopic(BaseTopic):
 
     # ------------------------------------------------------------ publish
     def add_entry(
-        self, producer: Producer, data: bytes, n_messages: int, is_batch: bool, txnid: TxnID | None = None
-    ) -> asyncio.Future[Position]:
+        self,
+        producer: Producer,
+        data: bytes,
+        n_messages: int,
+        is_batch: bool,
+        txnid: TxnID | None = None,
+        metadata: EntryMetadata | None = None,
+        on_done: AddCallbackFn | None = None,
+    ) -> None:
+        """Store one SEND's entry; ``on_done(position, None)`` once it is stored (in call
+        order), or ``on_done(None, error)``.  ``metadata``: the entry's facts from the SEND,
+        kept beside it for dispatch.
+
+        The plain case -- no transaction, no deduplication, not a remote cluster's replicator
+        -- goes down as a callback (``ManagedLedger.add_entry_cb``: no future and no loop hop
+        per layer); the others keep their futures."""
+        assert on_done is not None
         if self.state is not TopicState.ACTIVE:
-            fut: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
-            fut.set_exception(errors.TopicFencedError(f"Topic {self.name} is closing"))
-            return fut
-        if txnid is not None:  # a transactional SEND: stored now, visible on commit (transaction.buffer)
+            _fail_soon(on_done, errors.TopicFencedError(f"Topic {self.name} is closing"))
+            return
+        inbound = self.inbound_replication
+        replicated = inbound is not None and producer.producer_name.startswith(inbound.producer_prefix)
+        if txnid is None and self.dedup is None and not replicated:
+            if getattr(self.ml, "add_entry_cb", None) is not None:
+                _TopicAdd(self, data, n_messages, is_batch, metadata, on_done).start()
+                return
+            fut = self._start_add(data, n_messages, is_batch, metadata)
+        elif txnid is not None:  # a transactional SEND: stored now, visible on commit (transaction.buffer)
             if self.txn_buffer is None:
-                fut = asyncio.get_running_loop().create_future()
-                fut.set_exception(errors.NotAllowedError("Transactions are not enabled on this broker"))
-                return fut
-            return self.txn_buffer.append(txnid, lambda: self._start_add(data, n_messages, is_batch))
-        if self.dedup is not None:
+                _fail_soon(on_done, errors.NotAllowedError("Transactions are not enabled on this broker"))
+                return
+            fut = self.txn_buffer.append(txnid, lambda: self._start_add(data, n_messages, is_batch, metadata))
+        elif self.dedup is not None:
             fut = self.dedup.add(
-                producer.producer_name, data, lambda: self._start_add(data, n_messages, is_batch)
+                producer.producer_name, data, lambda: self._start_add(data, n_messages, is_batch, metadata)
             )
         else:
-            fut = self._start_add(data, n_messages, is_batch)
-        inbound = self.inbound_replication
-        if inbound is not None and producer.producer_name.startswith(inbound.producer_prefix):
+            fut = self._start_add(data, n_messages, is_batch, metadata)
+        if replicated:
+            assert inbound is not None
             fut.add_done_callback(lambda f: inbound.entry_stored(self, data, f))  # markers (.replication)
-        return fut
+        fut.add_done_callback(lambda f: on_done(*_outcome(f)))
 
-    def _start_add(self, data: bytes, n_messages: int, is_batch: bool) -> asyncio.Future[Position]:
+    def _track(self, add: asyncio.Future[Position] | _TopicAdd) -> None:
+        adds = self._adds
+        if type(adds) is frozenset:
+            adds = self._adds = set()
+        adds.add(add)
+
+    def _start_add(
+        self, data: bytes, n_messages: int, is_batch: bool, metadata: EntryMetadata | None = None
+    ) -> asyncio.Future[Position]:
         """One add, owned by the topic (``_adds``); its result or error goes to the producer
         awaiting it (SEND_RECEIPT / SEND_ERROR); close() cancels any still running.
 
@@ -152,19 +182,18 @@ class PersistentTopic(BaseTopic):
         which issues or queues it in call order -- a SEND must never wait in a task of its own
         while a later one overtakes it; only a retry after a retriable failure is a task."""
         nowait = getattr(self.ml, "add_entry_nowait", None)
-        added = nowait(data, num_messages=n_messages) if nowait is not None else None
+        added = nowait(data, num_messages=n_messages, metadata=metadata) if nowait is not None else None
         if added is None:
             fut: asyncio.Future[Position] = asyncio.get_running_loop().create_task(
-                self._add(data, n_messages, is_batch)
+                self._add(data, n_messages, is_batch, metadata=metadata)
             )
         else:
             fut = added.get_loop().create_future()
-            added.add_done_callback(lambda f: self._nowait_added(f, fut, data, n_messages, is_batch))
-        adds = self._adds
-        if type(adds) is frozenset:
-            adds = self._adds = set()
-        adds.add(fut)
-        fut.add_done_callback(adds.discard)
+            added.add_done_callback(
+                lambda f: self._nowait_added(f, fut, data, n_messages, is_batch, metadata)
+            )
+        self._track(fut)
+        fut.add_done_callback(self._adds.discard)
         return fut
 
     def _nowait_added(
@@ -174,6 +203,7 @@ class PersistentTopic(BaseTopic):
         data: bytes,
         n_messages: int,
         is_batch: bool,
+        metadata: EntryMetadata | None,
     ) -> None:
         if out.done():  # cancelled by close()
             return
@@ -185,7 +215,7 @@ class PersistentTopic(BaseTopic):
             out.set_result(self._added(added.result(), data, n_messages, is_batch))
         elif isinstance(exc, ManagedLedgerError) and self._may_retry(exc, 0):
             retry = asyncio.get_running_loop().create_task(
-                self._add(data, n_messages, is_batch, first_attempt=1)
+                self._add(data, n_messages, is_batch, first_attempt=1, metadata=metadata)
             )
             retry.add_done_callback(lambda r: _chain(r, out))
             out.add_done_callback(lambda o: o.cancelled() and retry.cancel())
@@ -202,12 +232,19 @@ class PersistentTopic(BaseTopic):
         log.info("add on %s failed (%s); retrying on the next ledger", self.name, exc)
         return True
 
-    async def _add(self, data: bytes, n_messages: int, is_batch: bool, first_attempt: int = 0) -> Position:
+    async def _add(
+        self,
+        data: bytes,
+        n_messages: int,
+        is_batch: bool,
+        first_attempt: int = 0,
+        metadata: EntryMetadata | None = None,
+    ) -> Position:
         if first_attempt:
             await self.clock.sleep(ADD_RETRY_DELAY_S)
         for attempt in range(first_attempt, ADD_ATTEMPTS):
             try:
-                pos = await self.ml.add_entry(data, num_messages=n_messages)
+                pos = await self.ml.add_entry(data, num_messages=n_messages, metadata=metadata)
                 break
             except ManagedLedgerError as exc:
                 if not self._may_retry(exc, attempt):
@@ -364,6 +401,83 @@ class PersistentTopic(BaseTopic):
     def has_clients(self) -> bool:
         replicating = any(r.backlog() > 0 for r in self.replicators.values())
         return super().has_clients or replicating
+
+
+class _TopicAdd:
+    """One plain SEND's add, as callbacks (``PersistentTopic.add_entry``): the topic's
+    bookkeeping on success, one retry after a retriable failure (a task, as before), and
+    ``cancel`` for close(); ``on_done`` is called exactly once."""
+
+    __slots__ = ("topic", "data", "n_messages", "is_batch", "metadata", "on_done", "finished", "retry")
+
+    def __init__(
+        self,
+        topic: PersistentTopic,
+        data: bytes,
+        n_messages: int,
+        is_batch: bool,
+        metadata: EntryMetadata | None,
+        on_done: AddCallbackFn,
+    ) -> None:
+        self.topic = topic
+        self.data = data
+        self.n_messages = n_messages
+        self.is_batch = is_batch
+        self.metadata = metadata
+        self.on_done = on_done
+        self.finished = False
+        self.retry: asyncio.Task[Position] | None = None
+
+    def start(self) -> None:
+        topic = self.topic
+        topic._track(self)
+        topic.ml.add_entry_cb(self.data, self._stored, num_messages=self.n_messages, metadata=self.metadata)
+
+    def _stored(self, pos: Position | None, exc: BaseException | None) -> None:
+        if self.finished:  # cancelled by close()
+            return
+        topic = self.topic
+        if exc is None:
+            assert pos is not None
+            self._finish(topic._added(pos, self.data, self.n_messages, self.is_batch), None)
+        elif isinstance(exc, ManagedLedgerError) and topic._may_retry(exc, 0):
+            self.retry = asyncio.get_running_loop().create_task(
+                topic._add(self.data, self.n_messages, self.is_batch, first_attempt=1, metadata=self.metadata)
+            )
+            self.retry.add_done_callback(self._retried)
+        else:
+            self._finish(None, exc)
+
+    def _retried(self, task: asyncio.Task[Position]) -> None:
+        if not self.finished:
+            self._finish(*_outcome(task))
+
+    def _finish(self, pos: Position | None, exc: BaseException | None) -> None:
+        self.finished = True
+        self.topic._adds.discard(self)
+        self.on_done(pos, exc)
+
+    def cancel(self) -> None:
+        """close(): the ledger is gone; the producer hears CancelledError (soon, as from a
+        cancelled future)."""
+        if self.finished:
+            return
+        self.finished = True
+        self.topic._adds.discard(self)
+        if self.retry is not None:
+            self.retry.cancel()
+        _fail_soon(self.on_done, asyncio.CancelledError())
+
+
+def _outcome(f: asyncio.Future[Position]) -> tuple[Position | None, BaseException | None]:
+    if f.cancelled():
+        return None, asyncio.CancelledError()
+    exc = f.exception()
+    return (None, exc) if exc is not None else (f.result(), None)
+
+
+def _fail_soon(on_done: AddCallbackFn, exc: BaseException) -> None:
+    asyncio.get_running_loop().call_soon(on_done, None, exc)
 
 
 def _chain(src: asyncio.Future[Position], dst: asyncio.Future[Position]) -> None:
