@@ -41,6 +41,7 @@ NONE_KEY = b"NONE_KEY"
 
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
+_U32_PAIR = struct.Struct(">II")
 
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
@@ -168,8 +169,15 @@ def send_facts(buf: bytes) -> tuple[bool, int, int | None]:
     C-speed search of the metadata's bytes decides; only a hit (a batch, a marker, or the
     same bytes inside some other field) pays for the parse.  Metadata that does not parse
     gives (1, None), what dispatch falls back to for it."""
-    view = memoryview(buf)
-    _bem, checksum, start, end = _locate(view)
+    if len(buf) >= 10 and buf[0] == 0x0E and buf[1] == 0x01:  # what clients send: no 0x0e02 block
+        checksum, metadata_size = _U32_PAIR.unpack_from(buf, 2)
+        start, end = 10, 10 + metadata_size
+        if end > len(buf):
+            raise CorruptPayload(f"metadata size {metadata_size} exceeds the frame")
+        view = memoryview(buf)
+    else:
+        view = memoryview(buf)
+        _bem, checksum, start, end = _locate(view)
     ok = checksum is None or crc32c(view[start - 4 :]) == checksum
     if buf.find(_TAG_NUM_MESSAGES, start, end) < 0 and buf.find(_TAG_MARKER_TYPE, start, end) < 0:
         return ok, 1, None

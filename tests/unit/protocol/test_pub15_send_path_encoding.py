@@ -109,3 +109,21 @@ def test_send_facts_of_an_unparseable_metadata_are_what_dispatch_falls_back_to()
 def test_send_facts_refuse_a_truncated_header_as_the_checksum_check_did():
     with pytest.raises(CorruptPayload):
         send_facts(b"\x0e\x01\x00")
+
+
+def test_send_facts_take_every_header_shape_the_general_parser_takes():
+    from magnetar.protocol.payload import add_broker_entry_metadata, verify_checksum
+
+    meta = _meta(num_messages_in_batch=3)
+    with_crc = build_headers_and_payload(meta, b"payload")
+    no_crc = with_crc[:0] + with_crc[6:]  # [metadata size][metadata][payload]: no checksum block
+    with_bem = add_broker_entry_metadata(with_crc, broker_timestamp=5, index=9)
+    for data in (with_crc, no_crc, with_bem):
+        ok, n, marker = send_facts(data)
+        assert ok is verify_checksum(data) is True
+        assert (n, marker) == dispatch_facts(data) == (3, None)
+    short = with_crc[:12]  # the metadata size says more than there is
+    with pytest.raises(CorruptPayload):
+        send_facts(short)
+    with pytest.raises(CorruptPayload):
+        verify_checksum(short)

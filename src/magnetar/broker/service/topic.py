@@ -3,11 +3,14 @@
 Theory of operation: the publish path is ``Producer.publish`` ->
 :meth:`PersistentTopic.add_entry` -> ``ManagedLedger.add_entry`` with the
 client's headers-and-payload bytes exactly as received (magic, CRC, metadata,
-payload) -> position -> receipt.  Adds are started in arrival order (each one
-a task the topic owns, whose first step calls the managed ledger
-synchronously; its result or error goes to the producer awaiting it, and
-close() cancels any still running), and the managed ledger completes
-pipelined adds in call order.  Every completed add wakes every
+payload) and the entry's facts read at the SEND -> position -> receipt.  Adds
+are started in arrival order, handed to the managed ledger synchronously, and
+the managed ledger completes pipelined adds in call order.  A plain SEND (no
+transaction, no deduplication, not a remote cluster's replicator) goes down as
+callbacks (``ManagedLedger.add_entry_cb`` -> ``_TopicAdd`` -> the producer's
+pipeline: no future and no loop hop per layer); the other kinds keep their
+futures.  Either way the topic owns the add (``_adds``): close() cancels any
+still running and its producer hears of it.  Every completed add wakes every
 subscription's dispatcher.
 
 What every topic shares -- producers, the state machine, policies and the
