@@ -7,7 +7,7 @@ payload) and the entry's facts read at the SEND -> position -> receipt.  Adds
 are started in arrival order, handed to the managed ledger synchronously, and
 the managed ledger completes pipelined adds in call order.  A plain SEND (no
 transaction, no deduplication, not a remote cluster's replicator) goes down as
-callbacks (``ManagedLedger.add_entry_cb`` -> ``_TopicAdd`` -> the producer's
+callbacks (``ManagedLedger.add_entry_cb`` -> ``topic_publish.TopicAdd`` -> the producer's
 pipeline: no future and no loop hop per layer); the other kinds keep their
 futures.  Either way the topic owns the add (``_adds``): close() cancels any
 still running and its producer hears of it.  Every completed add wakes every
@@ -46,6 +46,7 @@ from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.subscription import Subscription
 from magnetar.broker.service.topic_base import BaseTopic, TopicState
+from magnetar.broker.service.topic_publish import TopicAdd, chain, fail_soon, outcome
 from magnetar.managed_ledger.add_completion import AddCallbackFn
 from magnetar.managed_ledger.api import (
     EntryMetadata,
@@ -102,7 +103,7 @@ class PersistentTopic(BaseTopic):
         self.ml = ml
         self.subscriptions: dict[str, Subscription] = {}
         # adds in flight (one per SEND); a set made by the first add (an empty set is 216 B)
-        self._adds: set[asyncio.Future[Position] | _TopicAdd] | frozenset[asyncio.Future[Position]] = _NO_ADDS
+        self._adds: set[asyncio.Future[Position] | TopicAdd] | frozenset[asyncio.Future[Position]] = _NO_ADDS
 
     # ------------------------------------------------------------ storage facts
     @property
@@ -144,18 +145,18 @@ class PersistentTopic(BaseTopic):
         per layer); the others keep their futures."""
         assert on_done is not None
         if self.state is not TopicState.ACTIVE:
-            _fail_soon(on_done, errors.TopicFencedError(f"Topic {self.name} is closing"))
+            fail_soon(on_done, errors.TopicFencedError(f"Topic {self.name} is closing"))
             return
         inbound = self.inbound_replication
         replicated = inbound is not None and producer.producer_name.startswith(inbound.producer_prefix)
         if txnid is None and self.dedup is None and not replicated:
             if getattr(self.ml, "add_entry_cb", None) is not None:
-                _TopicAdd(self, data, n_messages, is_batch, metadata, on_done).start()
+                TopicAdd(self, data, n_messages, is_batch, metadata, on_done).start()
                 return
             fut = self._start_add(data, n_messages, is_batch, metadata)
         elif txnid is not None:  # a transactional SEND: stored now, visible on commit (transaction.buffer)
             if self.txn_buffer is None:
-                _fail_soon(on_done, errors.NotAllowedError("Transactions are not enabled on this broker"))
+                fail_soon(on_done, errors.NotAllowedError("Transactions are not enabled on this broker"))
                 return
             fut = self.txn_buffer.append(txnid, lambda: self._start_add(data, n_messages, is_batch, metadata))
         elif self.dedup is not None:
@@ -167,9 +168,9 @@ class PersistentTopic(BaseTopic):
         if replicated:
             assert inbound is not None
             fut.add_done_callback(lambda f: inbound.entry_stored(self, data, f))  # markers (.replication)
-        fut.add_done_callback(lambda f: on_done(*_outcome(f)))
+        fut.add_done_callback(lambda f: on_done(*outcome(f)))
 
-    def _track(self, add: asyncio.Future[Position] | _TopicAdd) -> None:
+    def _track(self, add: asyncio.Future[Position] | TopicAdd) -> None:
         adds = self._adds
         if type(adds) is frozenset:
             adds = self._adds = set()
@@ -220,7 +221,7 @@ class PersistentTopic(BaseTopic):
             retry = asyncio.get_running_loop().create_task(
                 self._add(data, n_messages, is_batch, first_attempt=1, metadata=metadata)
             )
-            retry.add_done_callback(lambda r: _chain(r, out))
+            retry.add_done_callback(lambda r: chain(r, out))
             out.add_done_callback(lambda o: o.cancelled() and retry.cancel())
         else:
             out.set_exception(exc)
@@ -404,91 +405,3 @@ class PersistentTopic(BaseTopic):
     def has_clients(self) -> bool:
         replicating = any(r.backlog() > 0 for r in self.replicators.values())
         return super().has_clients or replicating
-
-
-class _TopicAdd:
-    """One plain SEND's add, as callbacks (``PersistentTopic.add_entry``): the topic's
-    bookkeeping on success, one retry after a retriable failure (a task, as before), and
-    ``cancel`` for close(); ``on_done`` is called exactly once."""
-
-    __slots__ = ("topic", "data", "n_messages", "is_batch", "metadata", "on_done", "finished", "retry")
-
-    def __init__(
-        self,
-        topic: PersistentTopic,
-        data: bytes,
-        n_messages: int,
-        is_batch: bool,
-        metadata: EntryMetadata | None,
-        on_done: AddCallbackFn,
-    ) -> None:
-        self.topic = topic
-        self.data = data
-        self.n_messages = n_messages
-        self.is_batch = is_batch
-        self.metadata = metadata
-        self.on_done = on_done
-        self.finished = False
-        self.retry: asyncio.Task[Position] | None = None
-
-    def start(self) -> None:
-        topic = self.topic
-        topic._track(self)
-        topic.ml.add_entry_cb(self.data, self._stored, num_messages=self.n_messages, metadata=self.metadata)
-
-    def _stored(self, pos: Position | None, exc: BaseException | None) -> None:
-        if self.finished:  # cancelled by close()
-            return
-        topic = self.topic
-        if exc is None:
-            assert pos is not None
-            self._finish(topic._added(pos, self.data, self.n_messages, self.is_batch), None)
-        elif isinstance(exc, ManagedLedgerError) and topic._may_retry(exc, 0):
-            self.retry = asyncio.get_running_loop().create_task(
-                topic._add(self.data, self.n_messages, self.is_batch, first_attempt=1, metadata=self.metadata)
-            )
-            self.retry.add_done_callback(self._retried)
-        else:
-            self._finish(None, exc)
-
-    def _retried(self, task: asyncio.Task[Position]) -> None:
-        if not self.finished:
-            self._finish(*_outcome(task))
-
-    def _finish(self, pos: Position | None, exc: BaseException | None) -> None:
-        self.finished = True
-        self.topic._adds.discard(self)
-        self.on_done(pos, exc)
-
-    def cancel(self) -> None:
-        """close(): the ledger is gone; the producer hears CancelledError (soon, as from a
-        cancelled future)."""
-        if self.finished:
-            return
-        self.finished = True
-        self.topic._adds.discard(self)
-        if self.retry is not None:
-            self.retry.cancel()
-        _fail_soon(self.on_done, asyncio.CancelledError())
-
-
-def _outcome(f: asyncio.Future[Position]) -> tuple[Position | None, BaseException | None]:
-    if f.cancelled():
-        return None, asyncio.CancelledError()
-    exc = f.exception()
-    return (None, exc) if exc is not None else (f.result(), None)
-
-
-def _fail_soon(on_done: AddCallbackFn, exc: BaseException) -> None:
-    asyncio.get_running_loop().call_soon(on_done, None, exc)
-
-
-def _chain(src: asyncio.Future[Position], dst: asyncio.Future[Position]) -> None:
-    if dst.done():
-        return
-    if src.cancelled():
-        dst.cancel()
-    elif (exc := src.exception()) is not None:
-        dst.set_exception(exc)
-    else:
-        dst.set_result(src.result())
