@@ -13,7 +13,10 @@ the same minute on the same machine.  Per round and per tree:
   "consume backlog, batched";
 * the broker's CPU share during each consume and its CPU time per message
   (psutil, user+system of the broker process): on a shared machine the rate
-  swings with the load, the CPU per message much less.
+  swings with the load, the CPU per message much less;
+* the same two figures for the publish that fills each backlog (official
+  client, 1 KB, unbatched ``send_async`` / batched 1 ms): the publish path's
+  broker CPU per message.
 
 ``--null`` adds the null broker (``benchmarks/null_broker.py``: the codec and
 nothing else) as a ceiling for the same client.  Rounds interleave the trees
@@ -63,7 +66,10 @@ def suite(url: str, pid: int | None, messages: int, batched_messages: int) -> di
     for name, batching, n in (("unbatched", False, messages), ("batched", True, batched_messages)):
         topic = f"persistent://public/default/consume-{name}-{tag}"
         consumer = client.subscribe(topic, "bench", receiver_queue_size=1000)
-        fill(client, topic, n, batching)
+        proc = psutil.Process(pid) if pid else None
+        c0 = _cpu(proc)
+        out[f"{name}_pub_msg_s"] = fill(client, topic, n, batching)
+        out[f"{name}_pub_cpu_us_per_msg"] = (_cpu(proc) - c0) * 1e6 / n
         rate, cpu, us = consume(consumer, n, pid)
         consumer.close()
         out[f"{name}_msg_s"] = rate
@@ -126,8 +132,22 @@ def main(argv: list[str] | None = None) -> int:
             f"{m['unbatched_cpu_us_per_msg']:>7.1f} {m['batched_msg_s']:>14,.0f} {m['batched_cpu_pct']:>6.0f} "
             f"{m['batched_cpu_us_per_msg']:>7.1f}"
         )
+    print(
+        f"\npublish (the backlog fill) {'tree':<30} {'unbatched msg/s':>16} {'us/msg':>7} {'batched msg/s':>14} {'us/msg':>7}"
+    )
+    for n in names:
+        m = med[n]
+        print(
+            f"{n[-40:]:<40} {m['unbatched_pub_msg_s']:>16,.0f} {m['unbatched_pub_cpu_us_per_msg']:>7.1f} "
+            f"{m['batched_pub_msg_s']:>14,.0f} {m['batched_pub_cpu_us_per_msg']:>7.1f}"
+        )
     if len(srcs) >= 2:
         a, b = med[str(srcs[0])], med[str(srcs[-1])]
+        print(
+            f"publish ratio last/first: broker CPU per message unbatched "
+            f"{b['unbatched_pub_cpu_us_per_msg'] / a['unbatched_pub_cpu_us_per_msg']:.2f}x, batched "
+            f"{b['batched_pub_cpu_us_per_msg'] / a['batched_pub_cpu_us_per_msg']:.2f}x"
+        )
         print(
             f"ratio last/first: unbatched {b['unbatched_msg_s'] / a['unbatched_msg_s']:.2f}x, "
             f"batched {b['batched_msg_s'] / a['batched_msg_s']:.2f}x; broker CPU per message: unbatched "

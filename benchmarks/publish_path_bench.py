@@ -4,7 +4,8 @@ over the real ledger client and the in-process bookie (standalone's stack).
 Theory of operation: the broker's SEND handler starts one add per message and does not wait
 for it; receipts follow as adds complete.  This drives the same stack the same way without a
 socket or a client process: ``--window`` adds outstanding, each started as the topic starts it
-(``add_entry_nowait`` when the managed ledger offers it, else a task running ``add_entry``),
+(``add_entry_cb`` when the managed ledger offers it, else ``add_entry_nowait``, else a task
+running ``add_entry``),
 and reports this process's CPU microseconds per add (the journal thread included).  CPU per
 add, unlike adds/s, holds still on a machine shared with other work, so base and branch can
 be compared back to back.
@@ -33,6 +34,7 @@ async def run(entries: int, window: int, size: int, sync: bool) -> tuple[float, 
             ml = await f.open("bench/ns/persistent/publish")
             payload = b"x" * size
             nowait = getattr(ml, "add_entry_nowait", None)
+            with_callback = getattr(ml, "add_entry_cb", None)  # the topic's way since pub15
             room = asyncio.Semaphore(window)
             await ml.add_entry(payload)  # the ledger exists on the bookie: steady state from here
 
@@ -50,10 +52,18 @@ async def run(entries: int, window: int, size: int, sync: bool) -> tuple[float, 
                 if done == entries and not finished.done():
                     finished.set_result(None)
 
+            def stored(_pos: object, exc: BaseException | None) -> None:
+                if exc is not None:
+                    raise exc
+                completed(None)  # type: ignore[arg-type]
+
             cpu0, t0 = time.process_time(), time.perf_counter()
             for _ in range(entries):
                 await room.acquire()
-                start().add_done_callback(completed)
+                if with_callback is not None:
+                    with_callback(payload, stored, num_messages=1)
+                else:
+                    start().add_done_callback(completed)
             await finished
             cpu, elapsed = time.process_time() - cpu0, time.perf_counter() - t0
             return cpu / entries * 1e6, entries / elapsed

@@ -107,13 +107,15 @@ class InitialPosition(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class EntryMetadata:
     """Facts about an entry its writer already knows, kept beside it so readers (dispatch)
-    need not parse the entry again: the message count (a batch's size), the key hash (the
-    Key_Shared slot; None if the entry has no key) and the deliver-at time (ms since the
-    epoch; None: deliver at once)."""
+    need not parse the entry again: the message count (a batch's size) and the marker type
+    (None: not a marker) -- the broker's SEND path fills these two -- and, where a writer
+    computes them, the key hash (the Key_Shared slot) and the deliver-at time (ms since the
+    epoch).  None in those two means "not given": a reader that needs them parses the entry."""
 
     num_messages: int = 1
     key_hash: int | None = None
     deliver_at_ms: int | None = None
+    marker_type: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,7 @@ both subscription kinds and the connection provide every member.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from magnetar.broker.service.names import TopicRef
@@ -137,8 +136,16 @@ class Topic(Protocol):
     def remove_producer(self, producer: Producer) -> None: ...
 
     def add_entry(
-        self, producer: Producer, data: bytes, n_messages: int, is_batch: bool
-    ) -> asyncio.Future[Position]: ...
+        self,
+        producer: Producer,
+        data: bytes,
+        n_messages: int,
+        is_batch: bool,
+        txnid: Any = None,
+        metadata: Any = None,
+        on_done: Callable[[Position | None, BaseException | None], None] | None = None,
+    ) -> None:
+        """Store a SEND's entry; ``on_done(position, None)`` or ``on_done(None, error)``, once."""
 
     async def get_or_create_subscription(
         self, name: str, initial_position: int, durable: bool, start: Position | None

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from typing import TYPE_CHECKING
 
 from magnetar.broker import errors
@@ -53,6 +54,7 @@ from magnetar.protocol.connection import (
 )
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.errors import ProtocolError, RemoteProtocolError
+from magnetar.protocol.frames import Frame
 from magnetar.runtime import wait_for
 
 if TYPE_CHECKING:
@@ -67,6 +69,7 @@ HANDLER_TIMEOUT_S = 25.0
 BACKPRESSURE_CHECK_S = 1.0
 WRITE_HIGH_WATER_BYTES = 8 * 1024 * 1024
 DRAIN_CHECK_S = 1.0
+_U32_PAIR = struct.Struct(">II")
 
 
 class Connection(TransportCnx):
@@ -160,8 +163,14 @@ class Connection(TransportCnx):
         head = cmds.message_command_bytes(
             consumer_id, pos.ledger_id, pos.entry_id, partition, redelivery_count, ack_set or None
         )
-        self.write((len(head) + 4 + len(data)).to_bytes(4, "big") + len(head).to_bytes(4, "big") + head)
-        self.write(data)
+        if self.closed:
+            return
+        out = self._out
+        out.append(_U32_PAIR.pack(len(head) + 4 + len(data), len(head)) + head)
+        out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     def send_receipt(self, producer: Producer, sequence_id: int, highest: int | None, pos: Position) -> None:
         self._publish_done()
@@ -246,11 +255,17 @@ class Connection(TransportCnx):
         finally:
             await self.close()
 
+    def _must_wait(self) -> bool:
+        """Reading must pause (rate limit or back-pressure): checked per frame without a
+        coroutine; :meth:`_wait_for_room` does the waiting."""
+        return bool(self._paused_until) or not self._resume_reading.is_set()
+
     async def _wait_for_room(self) -> None:
         """Back-pressure: hold off while too many publishes are in flight."""
-        delay_s = self._paused_until - self.service.clock.monotonic()
-        if delay_s > 0:
-            await self.service.clock.sleep(delay_s)
+        clock = self.service.clock
+        while (delay_s := self._paused_until - clock.monotonic()) > 0:
+            await clock.sleep(delay_s)
+        self._paused_until = 0.0
         while not self._resume_reading.is_set() and not self.closed:
             try:
                 await wait_for(self.service.clock, self._resume_reading.wait(), BACKPRESSURE_CHECK_S)
@@ -259,19 +274,22 @@ class Connection(TransportCnx):
 
     async def _read_loop(self) -> None:
         while not self.closed:
-            await self._wait_for_room()
+            if self._must_wait():
+                await self._wait_for_room()
             data = await self.reader.read(READ_CHUNK_BYTES)
             self.proto.receive_data(data)
             if data and self._liveness_waiters:
                 self._alive()
             while True:
                 # Frames already received stay in the codec's buffer until there is room.
-                await self._wait_for_room()
+                if self._must_wait():
+                    await self._wait_for_room()
                 event = self.proto.next_event()
                 if event is None:
                     break
                 if isinstance(event, CommandReceived):
-                    await self._dispatch(event)
+                    if not self._dispatch_now(event.frame):
+                        await self._dispatch(event)
                 elif isinstance(event, PingReceived):
                     self.write(event.reply)
                 elif isinstance(event, ConnectRequested):
@@ -317,6 +335,23 @@ class Connection(TransportCnx):
         for fut in waiters:
             if not fut.done():
                 fut.set_result(None)
+
+    def _dispatch_now(self, frame: Frame) -> bool:
+        """The hot path of :meth:`_dispatch` (SEND, FLOW: the synchronous handlers) without a
+        coroutine, for an authenticated connection without an interceptor.
+        False: take :meth:`_dispatch` (which makes the same checks, in the same order)."""
+        t = frame.type
+        if (
+            not handlers.is_sync(t)
+            or self.service.interceptor is not None
+            or self.security.rejected is not None
+        ):
+            return False
+        handler = handlers.HANDLERS.get(t)
+        if handler is None:
+            return False
+        handler(self, frame)
+        return True
 
     async def _dispatch(self, event: CommandReceived) -> None:
         frame = event.frame

@@ -301,12 +301,16 @@ class Dispatcher:
 
     def _outbound(self, entry: Entry) -> OutboundEntry | None:
         """The entry as it goes out, or None for a server-only marker (not for consumers)."""
-        try:
-            n, marker = dispatch_facts(entry.data)
-            if marker is not None and marker in SERVER_ONLY_MARKERS:
-                return None
-        except CorruptPayload:
-            n = 1
+        facts = entry.metadata  # kept beside the entry since its SEND, while it is cached
+        if facts is not None:
+            n, marker = facts.num_messages, facts.marker_type
+        else:
+            try:
+                n, marker = dispatch_facts(entry.data)
+            except CorruptPayload:
+                n, marker = 1, None
+        if marker is not None and marker in SERVER_ONLY_MARKERS:
+            return None
         ack_set = self.subscription.cursor.get_ack_set(entry.position)
         return OutboundEntry(entry, n, self.redelivery_counts.get(entry.position, 0), ack_set)
 

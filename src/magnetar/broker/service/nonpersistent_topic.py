@@ -27,6 +27,7 @@ the inactive-topic sweep unloads them): ``TopicRegistry._get_non_persistent``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from magnetar.broker import errors
@@ -183,12 +184,22 @@ class NonPersistentTopic(BaseTopic):
         self.msg_drop_count = 0
 
     def add_entry(
-        self, producer: Any, data: bytes, n_messages: int, is_batch: bool
-    ) -> asyncio.Future[Position]:
-        fut: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
+        self,
+        producer: Any,
+        data: bytes,
+        n_messages: int,
+        is_batch: bool,
+        txnid: Any = None,
+        metadata: Any = None,
+        on_done: Callable[[Position | None, BaseException | None], None] | None = None,
+    ) -> None:
+        """Hand the entry to the subscriptions now; ``on_done`` hears of it soon (as the
+        future this returned once did: receipts after the dispatch)."""
+        assert on_done is not None
+        loop = asyncio.get_running_loop()
         if self.state is not TopicState.ACTIVE:
-            fut.set_exception(errors.TopicFencedError(f"Topic {self.name} is closing"))
-            return fut
+            loop.call_soon(on_done, None, errors.TopicFencedError(f"Topic {self.name} is closing"))
+            return
         try:
             n = num_messages(peek_metadata(data))
         except CorruptPayload:
@@ -200,8 +211,7 @@ class NonPersistentTopic(BaseTopic):
         self.msg_in_counter += n
         self.bytes_in_counter += len(data)
         self.last_publish_ms = self.clock.time_ms()
-        fut.set_result(NO_POSITION)
-        return fut
+        loop.call_soon(on_done, NO_POSITION, None)
 
     async def get_or_create_subscription(
         self, name: str, initial_position: int, durable: bool, start: Position | None

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.service.rates import Rate
-from magnetar.managed_ledger.api import Position
+from magnetar.managed_ledger.api import EntryMetadata, Position
 from magnetar.runtime import wait_for
 
 if TYPE_CHECKING:
@@ -47,13 +47,35 @@ _TRANSITIONS = {
 }
 
 
-@dataclass(slots=True)
 class PendingPublish:
-    sequence_id: int
-    highest_sequence_id: int | None
-    num_messages: int
-    size_bytes: int
-    future: asyncio.Future[Position]
+    """One SEND in the producer's FIFO; ``stored`` (the topic's callback) fills in its
+    outcome, then receipts leave from the front of the FIFO for as long as it is done."""
+
+    __slots__ = ("producer", "sequence_id", "highest_sequence_id", "num_messages", "size_bytes")
+    __slots__ += ("done", "position", "error")
+
+    def __init__(
+        self,
+        producer: Producer,
+        sequence_id: int,
+        highest_sequence_id: int | None,
+        num_messages: int,
+        size_bytes: int,
+    ) -> None:
+        self.producer = producer
+        self.sequence_id = sequence_id
+        self.highest_sequence_id = highest_sequence_id
+        self.num_messages = num_messages
+        self.size_bytes = size_bytes
+        self.done = False
+        self.position: Position | None = None
+        self.error: BaseException | None = None
+
+    def stored(self, pos: Position | None, exc: BaseException | None) -> None:
+        self.done = True
+        self.position = pos
+        self.error = exc
+        self.producer._flush_receipts()
 
 
 @dataclass
@@ -118,51 +140,46 @@ class Producer:
         is_batch: bool,
         data: bytes,
         txnid: Any = None,
+        metadata: EntryMetadata | None = None,
     ) -> None:
         """Start storing one entry; the receipt goes out in order when it (and all before it) completes.
 
-        ``txnid``: the (most, least) transaction id of a transactional SEND (transaction.buffer)."""
-        if txnid is None:
-            fut = self.topic.add_entry(self, data, num_messages, is_batch)
-        else:
-            fut = self.topic.add_entry(self, data, num_messages, is_batch, txnid)
-        pending = PendingPublish(sequence_id, highest_sequence_id, num_messages, len(data), fut)
+        ``txnid``: the (most, least) transaction id of a transactional SEND (transaction.buffer);
+        ``metadata``: the entry's facts from the SEND, kept beside it for dispatch."""
+        pending = PendingPublish(self, sequence_id, highest_sequence_id, num_messages, len(data))
         self._pending.append(pending)
         self._drained.clear()
-        fut.add_done_callback(lambda _f: self._flush_receipts())
+        self.topic.add_entry(self, data, num_messages, is_batch, txnid, metadata, pending.stored)
 
     def reject(self, sequence_id: int, highest_sequence_id: int | None, error: BaseException) -> None:
         """Fail one send, in order with the sends before it (a policy refused it)."""
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        fut.set_exception(error)
-        self._pending.append(PendingPublish(sequence_id, highest_sequence_id, 0, 0, fut))
+        pending = PendingPublish(self, sequence_id, highest_sequence_id, 0, 0)
+        pending.done, pending.error = True, error
+        self._pending.append(pending)
         self._drained.clear()
         self._flush_receipts()
 
     def _flush_receipts(self) -> None:
         stored = False
-        while self._pending and self._pending[0].future.done():
-            p = self._pending.popleft()
-            fut = p.future
-            if fut.cancelled():
-                err: BaseException | None = asyncio.CancelledError()
-            else:
-                err = fut.exception()
+        pending = self._pending
+        while pending and pending[0].done:
+            p = pending.popleft()
+            err = p.error
             if self._broken:
                 # After a failed publish the client re-sends everything from it on; a receipt
                 # for a later one would be out of its order (cpp drops the connection).
                 self.cnx.publish_abandoned()
                 continue
             if err is None:
-                pos = fut.result()
-                self.stats.msg_in_counter += p.num_messages
-                self.stats.bytes_in_counter += p.size_bytes
-                self.cnx.send_receipt(self, p.sequence_id, p.highest_sequence_id, pos)
+                stats = self.stats
+                stats.msg_in_counter += p.num_messages
+                stats.bytes_in_counter += p.size_bytes
+                self.cnx.send_receipt(self, p.sequence_id, p.highest_sequence_id, p.position)
                 stored = True
             else:
                 self._broken = not _is_checksum_error(err)
                 self.cnx.publish_failed(self, p.sequence_id, err)
-        if not self._pending:
+        if not pending:
             self._drained.set()
         if stored:
             self.topic.notify_dispatchers()

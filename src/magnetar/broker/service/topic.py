@@ -3,11 +3,14 @@
 Theory of operation: the publish path is ``Producer.publish`` ->
 :meth:`PersistentTopic.add_entry` -> ``ManagedLedger.add_entry`` with the
 client's headers-and-payload bytes exactly as received (magic, CRC, metadata,
-payload) -> position -> receipt.  Adds are started in arrival order (each one
-a task the topic owns, whose first step calls the managed ledger
-synchronously; its result or error goes to the producer awaiting it, and
-close() cancels any still running), and the managed ledger completes
-pipelined adds in call order.  Every completed add wakes every
+payload) and the entry's facts read at the SEND -> position -> receipt.  Adds
+are started in arrival order, handed to the managed ledger synchronously, and
+the managed ledger completes pipelined adds in call order.  A plain SEND (no
+transaction, no deduplication, not a remote cluster's replicator) goes down as
+callbacks (``ManagedLedger.add_entry_cb`` -> ``topic_publish.TopicAdd`` -> the producer's
+pipeline: no future and no loop hop per layer); the other kinds keep their
+futures.  Either way the topic owns the add (``_adds``): close() cancels any
+still running and its producer hears of it.  Every completed add wakes every
 subscription's dispatcher.
 
 What every topic shares -- producers, the state machine, policies and the
@@ -43,7 +46,10 @@ from magnetar.broker.service.names import TopicRef
 from magnetar.broker.service.producer import Producer
 from magnetar.broker.service.subscription import Subscription
 from magnetar.broker.service.topic_base import BaseTopic, TopicState
+from magnetar.broker.service.topic_publish import TopicAdd, chain, fail_soon, outcome
+from magnetar.managed_ledger.add_completion import AddCallbackFn
 from magnetar.managed_ledger.api import (
+    EntryMetadata,
     InitialPosition,
     ManagedLedger,
     ManagedLedgerClosedError,
@@ -97,7 +103,7 @@ class PersistentTopic(BaseTopic):
         self.ml = ml
         self.subscriptions: dict[str, Subscription] = {}
         # adds in flight (one per SEND); a set made by the first add (an empty set is 216 B)
-        self._adds: set[asyncio.Future[Position]] | frozenset[asyncio.Future[Position]] = _NO_ADDS
+        self._adds: set[asyncio.Future[Position] | TopicAdd] | frozenset[asyncio.Future[Position]] = _NO_ADDS
 
     # ------------------------------------------------------------ storage facts
     @property
@@ -121,30 +127,58 @@ class PersistentTopic(BaseTopic):
 
     # ------------------------------------------------------------ publish
     def add_entry(
-        self, producer: Producer, data: bytes, n_messages: int, is_batch: bool, txnid: TxnID | None = None
-    ) -> asyncio.Future[Position]:
+        self,
+        producer: Producer,
+        data: bytes,
+        n_messages: int,
+        is_batch: bool,
+        txnid: TxnID | None = None,
+        metadata: EntryMetadata | None = None,
+        on_done: AddCallbackFn | None = None,
+    ) -> None:
+        """Store one SEND's entry; ``on_done(position, None)`` once it is stored (in call
+        order), or ``on_done(None, error)``.  ``metadata``: the entry's facts from the SEND,
+        kept beside it for dispatch.
+
+        The plain case -- no transaction, no deduplication, not a remote cluster's replicator
+        -- goes down as a callback (``ManagedLedger.add_entry_cb``: no future and no loop hop
+        per layer); the others keep their futures."""
+        assert on_done is not None
         if self.state is not TopicState.ACTIVE:
-            fut: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
-            fut.set_exception(errors.TopicFencedError(f"Topic {self.name} is closing"))
-            return fut
-        if txnid is not None:  # a transactional SEND: stored now, visible on commit (transaction.buffer)
+            fail_soon(on_done, errors.TopicFencedError(f"Topic {self.name} is closing"))
+            return
+        inbound = self.inbound_replication
+        replicated = inbound is not None and producer.producer_name.startswith(inbound.producer_prefix)
+        if txnid is None and self.dedup is None and not replicated:
+            if getattr(self.ml, "add_entry_cb", None) is not None:
+                TopicAdd(self, data, n_messages, is_batch, metadata, on_done).start()
+                return
+            fut = self._start_add(data, n_messages, is_batch, metadata)
+        elif txnid is not None:  # a transactional SEND: stored now, visible on commit (transaction.buffer)
             if self.txn_buffer is None:
-                fut = asyncio.get_running_loop().create_future()
-                fut.set_exception(errors.NotAllowedError("Transactions are not enabled on this broker"))
-                return fut
-            return self.txn_buffer.append(txnid, lambda: self._start_add(data, n_messages, is_batch))
-        if self.dedup is not None:
+                fail_soon(on_done, errors.NotAllowedError("Transactions are not enabled on this broker"))
+                return
+            fut = self.txn_buffer.append(txnid, lambda: self._start_add(data, n_messages, is_batch, metadata))
+        elif self.dedup is not None:
             fut = self.dedup.add(
-                producer.producer_name, data, lambda: self._start_add(data, n_messages, is_batch)
+                producer.producer_name, data, lambda: self._start_add(data, n_messages, is_batch, metadata)
             )
         else:
-            fut = self._start_add(data, n_messages, is_batch)
-        inbound = self.inbound_replication
-        if inbound is not None and producer.producer_name.startswith(inbound.producer_prefix):
+            fut = self._start_add(data, n_messages, is_batch, metadata)
+        if replicated:
+            assert inbound is not None
             fut.add_done_callback(lambda f: inbound.entry_stored(self, data, f))  # markers (.replication)
-        return fut
+        fut.add_done_callback(lambda f: on_done(*outcome(f)))
 
-    def _start_add(self, data: bytes, n_messages: int, is_batch: bool) -> asyncio.Future[Position]:
+    def _track(self, add: asyncio.Future[Position] | TopicAdd) -> None:
+        adds = self._adds
+        if type(adds) is frozenset:
+            adds = self._adds = set()
+        adds.add(add)
+
+    def _start_add(
+        self, data: bytes, n_messages: int, is_batch: bool, metadata: EntryMetadata | None = None
+    ) -> asyncio.Future[Position]:
         """One add, owned by the topic (``_adds``); its result or error goes to the producer
         awaiting it (SEND_RECEIPT / SEND_ERROR); close() cancels any still running.
 
@@ -152,19 +186,18 @@ class PersistentTopic(BaseTopic):
         which issues or queues it in call order -- a SEND must never wait in a task of its own
         while a later one overtakes it; only a retry after a retriable failure is a task."""
         nowait = getattr(self.ml, "add_entry_nowait", None)
-        added = nowait(data, num_messages=n_messages) if nowait is not None else None
+        added = nowait(data, num_messages=n_messages, metadata=metadata) if nowait is not None else None
         if added is None:
             fut: asyncio.Future[Position] = asyncio.get_running_loop().create_task(
-                self._add(data, n_messages, is_batch)
+                self._add(data, n_messages, is_batch, metadata=metadata)
             )
         else:
             fut = added.get_loop().create_future()
-            added.add_done_callback(lambda f: self._nowait_added(f, fut, data, n_messages, is_batch))
-        adds = self._adds
-        if type(adds) is frozenset:
-            adds = self._adds = set()
-        adds.add(fut)
-        fut.add_done_callback(adds.discard)
+            added.add_done_callback(
+                lambda f: self._nowait_added(f, fut, data, n_messages, is_batch, metadata)
+            )
+        self._track(fut)
+        fut.add_done_callback(self._adds.discard)
         return fut
 
     def _nowait_added(
@@ -174,6 +207,7 @@ class PersistentTopic(BaseTopic):
         data: bytes,
         n_messages: int,
         is_batch: bool,
+        metadata: EntryMetadata | None,
     ) -> None:
         if out.done():  # cancelled by close()
             return
@@ -185,9 +219,9 @@ class PersistentTopic(BaseTopic):
             out.set_result(self._added(added.result(), data, n_messages, is_batch))
         elif isinstance(exc, ManagedLedgerError) and self._may_retry(exc, 0):
             retry = asyncio.get_running_loop().create_task(
-                self._add(data, n_messages, is_batch, first_attempt=1)
+                self._add(data, n_messages, is_batch, first_attempt=1, metadata=metadata)
             )
-            retry.add_done_callback(lambda r: _chain(r, out))
+            retry.add_done_callback(lambda r: chain(r, out))
             out.add_done_callback(lambda o: o.cancelled() and retry.cancel())
         else:
             out.set_exception(exc)
@@ -202,12 +236,19 @@ class PersistentTopic(BaseTopic):
         log.info("add on %s failed (%s); retrying on the next ledger", self.name, exc)
         return True
 
-    async def _add(self, data: bytes, n_messages: int, is_batch: bool, first_attempt: int = 0) -> Position:
+    async def _add(
+        self,
+        data: bytes,
+        n_messages: int,
+        is_batch: bool,
+        first_attempt: int = 0,
+        metadata: EntryMetadata | None = None,
+    ) -> Position:
         if first_attempt:
             await self.clock.sleep(ADD_RETRY_DELAY_S)
         for attempt in range(first_attempt, ADD_ATTEMPTS):
             try:
-                pos = await self.ml.add_entry(data, num_messages=n_messages)
+                pos = await self.ml.add_entry(data, num_messages=n_messages, metadata=metadata)
                 break
             except ManagedLedgerError as exc:
                 if not self._may_retry(exc, attempt):
@@ -364,14 +405,3 @@ class PersistentTopic(BaseTopic):
     def has_clients(self) -> bool:
         replicating = any(r.backlog() > 0 for r in self.replicators.values())
         return super().has_clients or replicating
-
-
-def _chain(src: asyncio.Future[Position], dst: asyncio.Future[Position]) -> None:
-    if dst.done():
-        return
-    if src.cancelled():
-        dst.cancel()
-    elif (exc := src.exception()) is not None:
-        dst.set_exception(exc)
-    else:
-        dst.set_result(src.result())

@@ -8,8 +8,11 @@ state yet).  A PRODUCER for a producer id already registered on this
 connection (a client retry) is answered again with the same name.
 
 SEND is the hot path and never awaits: it checks the CRC32-C (a mismatch is
-the one soft SEND_ERROR, ChecksumError), the size, then starts the add;
-receipts leave in order from the producer's pipeline.  A SEND for an unknown
+the one soft SEND_ERROR, ChecksumError) -- the only CRC check between socket
+and journal -- and, in the same walk of the headers, reads the entry's message
+count and marker type, which go down with the add and stay beside the entry
+(``EntryMetadata``) so dispatch does not parse it again; then the size, then
+it starts the add; receipts leave in order from the producer's pipeline.  A SEND for an unknown
 producer closes the connection, as Java does: the client reconnects and
 re-sends whatever was not acknowledged -- except for a producer the broker
 itself closed a moment ago, whose in-flight SENDs are simply dropped.
@@ -29,10 +32,10 @@ from magnetar.broker.service.schemas import producer_schema_version
 from magnetar.broker.service.topic import PersistentTopic
 from magnetar.broker.transaction.errors import TransactionsDisabledError
 from magnetar.broker.transaction.model import TxnID as txn_id
-from magnetar.managed_ledger.api import ManagedLedgerError
+from magnetar.managed_ledger.api import EntryMetadata, ManagedLedgerError
 from magnetar.protocol import server_commands as cmds
 from magnetar.protocol.enums import ServerError
-from magnetar.protocol.payload import verify_checksum
+from magnetar.protocol.payload import send_facts
 
 if TYPE_CHECKING:
     from magnetar.broker.service.connection import Connection
@@ -41,6 +44,7 @@ log = logging.getLogger(__name__)
 
 ACCESS_SHARED = 0
 HEADER_OVERHEAD_BYTES = 10  # magic + crc + metadata size: not part of Pulsar's message size
+ONE_MESSAGE = EntryMetadata()  # the facts of most entries (frozen: one object shared by all)
 
 
 async def handle_producer(cnx: Connection, frame: Any) -> None:
@@ -113,7 +117,8 @@ def handle_send(cnx: Connection, frame: Any) -> None:
         cnx.writer.close()
         return
     data = frame.headers_and_payload or b""
-    if not verify_checksum(data):
+    checksum_ok, entry_messages, marker = send_facts(data)  # the one CRC check, the entry's facts
+    if not checksum_ok:
         cnx.write(
             cmds.send_error(
                 cmd.producer_id, cmd.sequence_id, ServerError.ChecksumError, "Checksum failed on the broker"
@@ -143,7 +148,13 @@ def handle_send(cnx: Connection, frame: Any) -> None:
     ic = cnx.service.interceptor
     if ic is not None:
         ic.on_message_publish(producer, data)
-    producer.publish(cmd.sequence_id, highest, max(1, n), is_batch, data, txnid)
+    if entry_messages != max(1, n):
+        facts = None  # the SEND and its metadata disagree: dispatch reads the entry, as ever
+    elif marker is None and entry_messages == 1:
+        facts = ONE_MESSAGE
+    else:
+        facts = EntryMetadata(num_messages=entry_messages, marker_type=marker)
+    producer.publish(cmd.sequence_id, highest, max(1, n), is_batch, data, txnid, facts)
     throttle_publish(producer.topic, cnx, max(1, n), len(data))  # publish rate (.admission)
 
 
