@@ -26,7 +26,7 @@ import bisect
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 _U64 = struct.Struct(">Q")
 _ENTRY_KEY = struct.Struct(">cQQ")
@@ -41,8 +41,9 @@ _FENCED = 1
 _DELETED = 2
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+class Location(NamedTuple):
+    """Where an entry's record is in the entry logs (a tuple: made once per checkpointed entry)."""
+
     log_id: int
     offset: int
     length: int
@@ -71,6 +72,10 @@ class LedgerState:
     def decode(cls, data: bytes) -> LedgerState:
         flags, lac, last = _STATE.unpack_from(data, 0)
         return cls(bytes(data[_STATE.size :]), bool(flags & _FENCED), bool(flags & _DELETED), lac, last)
+
+
+ENTRY_KEY = _ENTRY_KEY  # b"e", ledger, entry: ENTRY_KEY.pack(ENTRY_PREFIX, ledger, entry)
+LOCATION = _LOCATION  # LOCATION.pack(*location) == location.encode()
 
 
 def entry_key(ledger_id: int, entry_id: int) -> bytes:

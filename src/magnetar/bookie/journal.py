@@ -85,6 +85,7 @@ log = logging.getLogger(__name__)
 
 _APPEND_QUEUE_TIMEOUT_S = 30.0
 _CLOSE_DRAIN_TIMEOUT_S = 10.0
+_AWAKE, _IDLE, _WINDOW = 0, 1, 2  # the writer's sleep states
 
 
 class _Group:
@@ -152,10 +153,14 @@ class Journal:
         self._use_thread = isinstance(executor, BlockingExecutor) if writer_thread is None else writer_thread
         # Groups: shared with the writer thread, under _lock.
         self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
+        # The writer thread sleeps on _signal (held until a waker releases it): cheaper than a
+        # Condition on the append path.  _sleeping says who may wake it: _IDLE any append,
+        # _WINDOW (a group window runs) only a sealed group or stop.
+        self._signal = threading.Lock()
+        self._signal.acquire()
         self._open = _Group()
         self._sealed: collections.deque[_Group] = collections.deque()
-        self._idle = False  # the writer waits for a record (the next append wakes it)
+        self._sleeping = _AWAKE
         self._stop = False
         self._inflight: _Group | None = None  # taken by the writer, not yet completed
         self._nonempty = asyncio.Event()  # the writer task's wake-up (task mode)
@@ -329,7 +334,7 @@ class Journal:
                 self._sealed.append(g)
                 self._open = _Group()
                 self._wake_locked(sealed=True)
-            elif self._idle:
+            elif self._sleeping == _IDLE:
                 self._wake_locked(sealed=False)
         return future
 
@@ -344,8 +349,9 @@ class Journal:
 
     def _wake_locked(self, sealed: bool) -> None:
         if self._use_thread:
-            if self._idle or sealed:
-                self._cond.notify()
+            if self._sleeping == _IDLE or (sealed and self._sleeping == _WINDOW):
+                self._sleeping = _AWAKE
+                self._signal.release()
         elif not self._nonempty.is_set():
             self._nonempty.set()
 
@@ -372,33 +378,19 @@ class Journal:
         finally:
             with self._lock:
                 self._stop = True
-                self._cond.notify()
+                if self._sleeping != _AWAKE:
+                    self._sleeping = _AWAKE
+                    self._signal.release()
 
     def _thread_main(self) -> None:
         loop = self._loop
         assert loop is not None
         clock = self._clock
         files = self._files
-        cond = self._cond
         while True:
-            with cond:
-                g = None
-                while not self._stop:
-                    g = self._take_locked(window_over=False)
-                    if g is not None:
-                        break
-                    if self._open.count:  # a group window is open (journalFlushWhenQueueEmpty off)
-                        cond.wait(max(0.0, self._open.opened + self._max_group_wait_s - clock.monotonic()))
-                        g = self._take_locked(window_over=True)
-                        if g is not None:
-                            break
-                        continue
-                    self._idle = True
-                    cond.wait()
-                    self._idle = False
-                if g is None:
-                    return
-                self._inflight = g
+            g = self._thread_next_group()
+            if g is None:
+                return
             t0 = clock.monotonic()
             err: BaseException | None = None
             pos = None
@@ -410,6 +402,34 @@ class Journal:
                 loop.call_soon_threadsafe(self._group_done, g, pos, err, t0)
             except RuntimeError:  # the loop is closed: nobody is waiting any more
                 return
+
+    def _thread_next_group(self) -> _Group | None:
+        """The writer thread's wait for its next group; None once stopped."""
+        lock, signal, clock = self._lock, self._signal, self._clock
+        window_over = False
+        while True:
+            with lock:
+                if self._stop:
+                    return None
+                g = self._take_locked(window_over)
+                if g is not None:
+                    self._inflight = g
+                    return g
+                if self._open.count:  # a group window runs (journalFlushWhenQueueEmpty off)
+                    self._sleeping = _WINDOW
+                    timeout = max(0.0, self._open.opened + self._max_group_wait_s - clock.monotonic())
+                else:
+                    self._sleeping = _IDLE
+                    timeout = -1.0
+            if signal.acquire(True, timeout):
+                window_over = False
+                continue
+            with lock:  # timed out; a waker may have released the signal meanwhile
+                woken = self._sleeping == _AWAKE
+                self._sleeping = _AWAKE
+            if woken:
+                signal.acquire()  # consume that release (returns at once)
+            window_over = True
 
     # task mode (injected executor: simulation, inline disks) -------------------------------
 
@@ -435,11 +455,11 @@ class Journal:
                 if g is None:
                     self._nonempty.clear()
                     if not self._open.count and not self._sealed:
-                        self._idle = True
+                        self._sleeping = _IDLE
                         try:
                             await self._nonempty.wait()
                         finally:
-                            self._idle = False
+                            self._sleeping = _AWAKE
                     continue
             self._inflight = g
             t0 = clock.monotonic()

@@ -38,7 +38,16 @@ from typing import TYPE_CHECKING
 
 from magnetar.bookie.api import TooManyRequestsError
 from magnetar.bookie.caches import WriteCache
-from magnetar.bookie.index import MARK_KEY, Batch, encode_log_usage, entry_key, ledger_key, log_key
+from magnetar.bookie.index import (
+    ENTRY_KEY,
+    ENTRY_PREFIX,
+    LOCATION,
+    MARK_KEY,
+    Batch,
+    encode_log_usage,
+    ledger_key,
+    log_key,
+)
 from magnetar.bookie.journal_format import JournalPosition
 
 if TYPE_CHECKING:
@@ -133,8 +142,9 @@ class Checkpointer:
         batch = Batch()
         if items:
             locations, usage = s.entry_logger.append_batch(items)
+            puts, key, loc_pack = batch.puts, ENTRY_KEY.pack, LOCATION.pack  # per entry: inline
             for (ledger_id, entry_id, _), loc in zip(items, locations, strict=True):
-                batch.put(entry_key(ledger_id, entry_id), loc.encode())
+                puts[key(ENTRY_PREFIX, ledger_id, entry_id)] = loc_pack(*loc)
             for log_id, per_ledger in usage.items():
                 batch.put(log_key(log_id), encode_log_usage(per_ledger))
         for ledger_id, raw in dirty.items():
