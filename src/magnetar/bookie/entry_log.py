@@ -149,7 +149,10 @@ class EntryLogger:
             n = len(data)
             size = RECORD_OVERHEAD + n
             locations.append(Location(log_id, base + pending, size))
-            chunk += (rec_pack(16 + n, crc(data, crc(ids_pack(ledger_id, entry_id))), ledger_id, entry_id), data)
+            chunk += (
+                rec_pack(16 + n, crc(data, crc(ids_pack(ledger_id, entry_id))), ledger_id, entry_id),
+                data,
+            )
             pending += size
             usage[ledger_id] = usage.get(ledger_id, 0) + size
             if pending >= 4 * 1024 * 1024:

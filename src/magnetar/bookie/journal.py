@@ -449,7 +449,9 @@ class Journal:
                 g = self._take_locked(window_over=False)
             if g is None:
                 if self._open.count:  # the group window (journalFlushWhenQueueEmpty off)
-                    await clock.sleep(max(0.0, self._open.opened + self._max_group_wait_s - clock.monotonic()))
+                    await clock.sleep(
+                        max(0.0, self._open.opened + self._max_group_wait_s - clock.monotonic())
+                    )
                     with self._lock:
                         g = self._take_locked(window_over=True)
                 if g is None:

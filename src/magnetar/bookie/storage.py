@@ -357,7 +357,9 @@ class LedgerStorage:
         except BookieError as exc:
             self._journal_failed(exc)
 
-    def _apply_durable_group(self, items: list[tuple[LedgerState, int, int, bytes, int]], latency_ms: float) -> None:
+    def _apply_durable_group(
+        self, items: list[tuple[LedgerState, int, int, bytes, int]], latency_ms: float
+    ) -> None:
         """The journal's group hook: a group of adds is durable.  Every entry goes into the
         active write cache and moves its ledger's LAC / last entry (:meth:`_apply_add`, inlined:
         once per group, not a callback per add); then the add latency for all of them."""
