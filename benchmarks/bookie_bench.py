@@ -40,9 +40,9 @@ from magnetar.bookie.storage import LedgerStorage
 from magnetar.bookie.wire_client import WireBookieClient
 
 
-def raw_fsync_rate(directory: str, seconds: float, prealloc: bool = False) -> tuple[float, float]:
-    """(fdatasyncs per second, p50 latency ms) writing 100 bytes before each; with
-    ``prealloc`` into a posix_fallocate'd region, as the journal writes (journalPreAllocSizeMB)."""
+def raw_fsync_latencies(directory: str, seconds: float, prealloc: bool = False) -> list[float]:
+    """Seconds per (write 100 bytes + fdatasync), back to back, one thread; with ``prealloc``
+    into a posix_fallocate'd region, as the journal writes (journalPreAllocSizeMB)."""
     path = os.path.join(directory, "fsync-probe")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     lat = []
@@ -61,14 +61,24 @@ def raw_fsync_rate(directory: str, seconds: float, prealloc: bool = False) -> tu
     finally:
         os.close(fd)
         os.remove(path)
+    return lat
+
+
+def raw_fsync_rate(directory: str, seconds: float, prealloc: bool = False) -> tuple[float, float]:
+    """(fdatasyncs per second, p50 latency ms): :func:`raw_fsync_latencies` summed up."""
+    lat = raw_fsync_latencies(directory, seconds, prealloc)
     return len(lat) / sum(lat), statistics.median(lat) * 1000
 
 
 def print_raw(base: str, seconds: float, when: str) -> None:
     for prealloc in (False, True):
-        rate, p50 = raw_fsync_rate(base, seconds, prealloc)
+        lat = raw_fsync_latencies(base, seconds, prealloc)
         kind = "into preallocated space" if prealloc else "appending (file grows)"
-        print(f"raw fdatasync {when}, 100-byte write {kind}: {rate:,.0f}/s, p50 {p50:.3f} ms", flush=True)
+        print(
+            f"raw fdatasync {when}, 100-byte write {kind}: {len(lat) / sum(lat):,.0f}/s, "
+            f"p50 {pct(lat, 0.5):.3f} ms, p99 {pct(lat, 0.99):.3f} ms",
+            flush=True,
+        )
 
 
 def pct(values: list[float], p: float) -> float:
