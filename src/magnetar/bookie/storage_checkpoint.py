@@ -10,8 +10,9 @@ journal replay and on close; one at a time (a lock).
   puts the entry in the active write cache) *before* its position moves past
   the record, so every record at or before the mark is in the swapped-out
   cache or in an older, already flushed one.
-* The swapped cache is written, sorted by (ledger, entry), to the active
-  entry log (one fsync); then the entry locations, the dirty ledger states,
+* The swapped cache is written, sorted by (ledger, entry) -- sorted on the
+  storage thread: the loop only deletes whole ledgers from it meanwhile --, to
+  the active entry log (one fsync); then the entry locations, the dirty ledger states,
   per-log usage and the mark go into the index in one synced batch.  Only
   then do journal files wholly before the mark get deleted.
 * Adds wait (bounded, ``dbStorage_maxThrottleTimeMs``) while the active
@@ -108,10 +109,9 @@ class Checkpointer:
                 mark = s.mark
             cache = s.write_caches.swap()
             dirty = s.table.take_dirty()
-            items = cache.sorted_items()
             # --------------------------------------------------------------
-            try:
-                await s.storage_executor.run(self._flush_sync, items, dirty, mark)
+            try:  # the swapped cache is sorted on the storage thread, not the loop
+                await s.storage_executor.run(self._flush_sync, cache, dirty, mark)
             except BaseException as exc:
                 self._restore_after_failed_flush(cache, dirty)
                 if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
@@ -134,12 +134,11 @@ class Checkpointer:
                 active.put(ledger_id, entry_id, data)
         s.table.restore_dirty(dirty)
 
-    def _flush_sync(
-        self, items: list[tuple[int, int, bytes]], dirty: dict[int, bytes], mark: JournalPosition
-    ) -> None:
+    def _flush_sync(self, cache: WriteCache, dirty: dict[int, bytes], mark: JournalPosition) -> None:
         s = self._s
         assert s.index is not None
         batch = Batch()
+        items = cache.sorted_items()
         if items:
             locations, usage = s.entry_logger.append_batch(items)
             puts, key, loc_pack = batch.puts, ENTRY_KEY.pack, LOCATION.pack  # per entry: inline
