@@ -25,6 +25,7 @@ checkpoint flushes and compaction rewrites never interleave).
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -67,6 +68,17 @@ def parse_log_file_name(name: str) -> int | None:
 
 
 _IDS = struct.Struct(">QQ")
+# A checkpoint runs this on the storage thread for tens of thousands of entries: every
+# GIL_YIELD_MASK + 1 entries it sleeps a moment so the event loop thread, which otherwise
+# waits up to the interpreter's 5 ms switch interval for the GIL, gets it at once.
+GIL_YIELD_MASK = 255
+_GIL_YIELD_S = 0.00005
+
+
+def yield_gil() -> None:
+    time.sleep(_GIL_YIELD_S)
+
+
 _crc32c = crc32c.crc32c
 
 
@@ -134,7 +146,9 @@ class EntryLogger:
         base = self._active.size if self._active is not None else 0
         log_id = self.active_log_id
         crc, ids_pack, rec_pack = _crc32c, _IDS.pack, _REC.pack  # encode_record_head, inlined
-        for ledger_id, entry_id, data in entries:
+        for i, (ledger_id, entry_id, data) in enumerate(entries):
+            if i & GIL_YIELD_MASK == GIL_YIELD_MASK:
+                yield_gil()
             if self._active is None or base + pending >= self._size_limit_bytes:
                 if chunk:
                     self._write(chunk)

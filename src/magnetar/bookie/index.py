@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import struct
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -174,8 +175,10 @@ class RocksIndexStore:
             wb.delete_range(start, end)
         for k in batch.deletes:
             wb.delete(k)
-        for k, v in batch.puts.items():
+        for i, (k, v) in enumerate(batch.puts.items()):
             wb.put(k, v)
+            if i & 1023 == 1023:
+                time.sleep(0.00005)  # let the event loop thread have the GIL (see entry_log.yield_gil)
         self._db.write(wb, self._sync if sync else self._nosync)
 
     def compact(self) -> None:

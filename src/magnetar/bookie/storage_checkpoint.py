@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.bookie.api import TooManyRequestsError
 from magnetar.bookie.caches import WriteCache
+from magnetar.bookie.entry_log import GIL_YIELD_MASK, yield_gil
 from magnetar.bookie.index import (
     ENTRY_KEY,
     ENTRY_PREFIX,
@@ -142,8 +143,10 @@ class Checkpointer:
         if items:
             locations, usage = s.entry_logger.append_batch(items)
             puts, key, loc_pack = batch.puts, ENTRY_KEY.pack, LOCATION.pack  # per entry: inline
-            for (ledger_id, entry_id, _), loc in zip(items, locations, strict=True):
+            for i, ((ledger_id, entry_id, _), loc) in enumerate(zip(items, locations, strict=True)):
                 puts[key(ENTRY_PREFIX, ledger_id, entry_id)] = loc_pack(*loc)
+                if i & GIL_YIELD_MASK == GIL_YIELD_MASK:
+                    yield_gil()
             for log_id, per_ledger in usage.items():
                 batch.put(log_key(log_id), encode_log_usage(per_ledger))
         for ledger_id, raw in dirty.items():
