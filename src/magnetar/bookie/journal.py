@@ -24,13 +24,13 @@ the record format is journal_format.py.
   With ``journalSyncData=false`` the fsync is skipped: the add is acknowledged
   once the OS has the bytes.
 * The writer is a dedicated thread (a real executor: production): it sleeps
-  on a condition while there is nothing to write, is woken by the append that
-  finds it idle, writes + fsyncs, and hands the finished group back to the
-  event loop with *one* ``call_soon_threadsafe`` -- no executor future, no
-  task wake-up per group, so a lone writer's add costs its fsync plus one loop
-  wake-up.  With an injected executor (a simulation, inline disks) the writer
-  is a task that awaits ``executor.run`` instead: the same groups, in virtual
-  time.
+  while there is nothing to write, is woken by the append that finds it idle
+  (the groups and that hand-off are journal_groups.py), writes + fsyncs, and
+  hands the finished group back to the event loop with *one*
+  ``call_soon_threadsafe`` -- no executor future, no task wake-up per group, so
+  a lone writer's add costs its fsync plus two thread wake-ups.  With an
+  injected executor (a simulation, inline disks) the writer is a task that
+  awaits ``executor.run`` instead: the same groups, in virtual time.
 * Completing a group (on the loop, in group order): first the group's
   ``on_durable`` callbacks and the *group hook* (``on_durable_group``: the
   storage puts the group's entries into its write cache in one call), then
@@ -52,11 +52,9 @@ the record format is journal_format.py.
 from __future__ import annotations
 
 import asyncio
-import collections
 import errno
 import logging
 import threading
-from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -78,6 +76,7 @@ from magnetar.bookie.journal_format import (
     parse_journal_file_name,
     scan_records,
 )
+from magnetar.bookie.journal_groups import GroupQueue, JournalGroup, record_many
 from magnetar.common.latency import LatencyBuckets
 from magnetar.runtime import BlockingExecutor, Clock, TaskSupervisor
 
@@ -85,33 +84,6 @@ log = logging.getLogger(__name__)
 
 _APPEND_QUEUE_TIMEOUT_S = 30.0
 _CLOSE_DRAIN_TIMEOUT_S = 10.0
-_AWAKE, _IDLE, _WINDOW = 0, 1, 2  # the writer's sleep states
-
-
-class _Group:
-    """Records committed together: their bytes, who waits for them, what to apply."""
-
-    __slots__ = ("chunks", "futures", "items", "callbacks", "count", "nbytes", "opened", "last_seq")
-
-    def __init__(self) -> None:
-        self.chunks: list[bytes] = []  # head, data, head, data...
-        self.futures: list[asyncio.Future[Any]] = []
-        self.items: list[Any] = []  # for the group hook (the storage's durable adds)
-        self.callbacks: list[Callable[[], None]] = []  # per-record on_durable (rare)
-        self.count = 0
-        self.nbytes = 0
-        self.opened = 0.0  # monotonic s of the first record
-        self.last_seq = 0  # the journal's enqueue number of the last record
-
-
-def record_many(buckets: LatencyBuckets, ms: float, n: int) -> None:
-    """``n`` values of ``ms`` into ``buckets`` (one group's records) in one step."""
-    counts = buckets.counts
-    if type(counts) is tuple:
-        counts = buckets.counts = list(counts)
-    counts[bisect_left(buckets.bounds, ms)] += n
-    buckets.count += n
-    buckets.sum_ms += ms * n
 
 
 class Journal:
@@ -151,19 +123,17 @@ class Journal:
         self._queue_max = max(1, queue_size)
         # A real executor means real threads: then the writer is a thread of its own.
         self._use_thread = isinstance(executor, BlockingExecutor) if writer_thread is None else writer_thread
-        # Groups: shared with the writer thread, under _lock.
-        self._lock = threading.Lock()
-        # The writer thread sleeps on _signal (held until a waker releases it): cheaper than a
-        # Condition on the append path.  _sleeping says who may wake it: _IDLE any append,
-        # _WINDOW (a group window runs) only a sealed group or stop.
-        self._signal = threading.Lock()
-        self._signal.acquire()
-        self._open = _Group()
-        self._sealed: collections.deque[_Group] = collections.deque()
-        self._sleeping = _AWAKE
-        self._stop = False
-        self._inflight: _Group | None = None  # taken by the writer, not yet completed
         self._nonempty = asyncio.Event()  # the writer task's wake-up (task mode)
+        self._groups = GroupQueue(
+            clock,
+            thread_mode=self._use_thread,
+            on_nonempty=self._nonempty.set,
+            flush_when_queue_empty=flush_when_queue_empty,
+            max_group_wait_s=self._max_group_wait_s,
+            group_bytes_max=self._group_bytes_max,
+            group_records_max=self._group_records_max,
+        )
+        self._inflight: JournalGroup | None = None  # taken by the writer task, not yet completed
         self._room = asyncio.Event()
         self._room.set()
         self._writer: asyncio.Task[None] | None = None
@@ -254,11 +224,7 @@ class Journal:
             await asyncio.gather(self._writer, return_exceptions=True)
         if self._thread is not None:
             await self._executor.run(self._thread.join)  # before the files close under it
-        with self._lock:
-            left = [*self._sealed, self._open]
-            self._sealed.clear()
-            self._open = _Group()
-        for g in left:
+        for g in self._groups.drain():
             for fut in g.futures:
                 if not fut.done():
                     fut.set_exception(BookieUnavailableError("journal closed"))
@@ -316,26 +282,15 @@ class Journal:
             raise TooManyRequestsError("journal queue full")
         if future is None:
             future = asyncio.get_running_loop().create_future()
-        head = encode_record_head(rtype, ledger_id, entry_id, data)
-        with self._lock:
-            g = self._open
-            if not g.count:
-                g.opened = self._clock.monotonic()
-            g.chunks += (head, data)
-            g.futures.append(future)
-            if item is not None:
-                g.items.append(item)
-            if on_durable is not None:
-                g.callbacks.append(on_durable)
-            g.count += 1
-            g.nbytes += len(data)
-            self.enqueued_count = g.last_seq = self.enqueued_count + 1
-            if g.count >= self._group_records_max or g.nbytes >= self._group_bytes_max:
-                self._sealed.append(g)
-                self._open = _Group()
-                self._wake_locked(sealed=True)
-            elif self._sleeping == _IDLE:
-                self._wake_locked(sealed=False)
+        self.enqueued_count += 1
+        self._groups.add(
+            encode_record_head(rtype, ledger_id, entry_id, data),
+            data,
+            future,
+            item,
+            on_durable,
+            self.enqueued_count,
+        )
         return future
 
     async def append(
@@ -347,27 +302,6 @@ class Journal:
 
     # --- the writer -----------------------------------------------------------------------
 
-    def _wake_locked(self, sealed: bool) -> None:
-        if self._use_thread:
-            if self._sleeping == _IDLE or (sealed and self._sleeping == _WINDOW):
-                self._sleeping = _AWAKE
-                self._signal.release()
-        elif not self._nonempty.is_set():
-            self._nonempty.set()
-
-    def _take_locked(self, window_over: bool) -> _Group | None:
-        """The next group to write, or None (nothing yet, or its window is still open)."""
-        if self._sealed:
-            return self._sealed.popleft()
-        g = self._open
-        if not g.count:
-            return None
-        if not (self._flush_when_queue_empty or window_over):
-            if self._clock.monotonic() < g.opened + self._max_group_wait_s:
-                return None
-        self._open = _Group()
-        return g
-
     # thread mode ------------------------------------------------------------------------
 
     async def _run_thread(self) -> None:
@@ -376,11 +310,7 @@ class Journal:
         try:
             await asyncio.get_running_loop().create_future()  # until cancelled (close)
         finally:
-            with self._lock:
-                self._stop = True
-                if self._sleeping != _AWAKE:
-                    self._sleeping = _AWAKE
-                    self._signal.release()
+            self._groups.stop()
 
     def _thread_main(self) -> None:
         loop = self._loop
@@ -388,7 +318,7 @@ class Journal:
         clock = self._clock
         files = self._files
         while True:
-            g = self._thread_next_group()
+            g = self._groups.next_blocking()
             if g is None:
                 return
             t0 = clock.monotonic()
@@ -403,34 +333,6 @@ class Journal:
             except RuntimeError:  # the loop is closed: nobody is waiting any more
                 return
 
-    def _thread_next_group(self) -> _Group | None:
-        """The writer thread's wait for its next group; None once stopped."""
-        lock, signal, clock = self._lock, self._signal, self._clock
-        window_over = False
-        while True:
-            with lock:
-                if self._stop:
-                    return None
-                g = self._take_locked(window_over)
-                if g is not None:
-                    self._inflight = g
-                    return g
-                if self._open.count:  # a group window runs (journalFlushWhenQueueEmpty off)
-                    self._sleeping = _WINDOW
-                    timeout = max(0.0, self._open.opened + self._max_group_wait_s - clock.monotonic())
-                else:
-                    self._sleeping = _IDLE
-                    timeout = -1.0
-            if signal.acquire(True, timeout):
-                window_over = False
-                continue
-            with lock:  # timed out; a waker may have released the signal meanwhile
-                woken = self._sleeping == _AWAKE
-                self._sleeping = _AWAKE
-            if woken:
-                signal.acquire()  # consume that release (returns at once)
-            window_over = True
-
     # task mode (injected executor: simulation, inline disks) -------------------------------
 
     async def _run_task(self) -> None:
@@ -444,24 +346,22 @@ class Journal:
 
     async def _task_loop(self) -> None:
         clock = self._clock
+        groups = self._groups
         while True:
-            with self._lock:
-                g = self._take_locked(window_over=False)
+            g = groups.take()
             if g is None:
-                if self._open.count:  # the group window (journalFlushWhenQueueEmpty off)
-                    await clock.sleep(
-                        max(0.0, self._open.opened + self._max_group_wait_s - clock.monotonic())
-                    )
-                    with self._lock:
-                        g = self._take_locked(window_over=True)
+                remaining = groups.window_remaining()
+                if remaining is not None:  # the group window (journalFlushWhenQueueEmpty off)
+                    await clock.sleep(remaining)
+                    g = groups.take(window_over=True)
                 if g is None:
                     self._nonempty.clear()
-                    if not self._open.count and not self._sealed:
-                        self._sleeping = _IDLE
+                    if groups.empty():
+                        groups.set_idle(True)
                         try:
                             await self._nonempty.wait()
                         finally:
-                            self._sleeping = _AWAKE
+                            groups.set_idle(False)
                     continue
             self._inflight = g
             t0 = clock.monotonic()
@@ -475,7 +375,7 @@ class Journal:
     # completion (on the loop) -----------------------------------------------------------
 
     def _group_done(
-        self, g: _Group, pos: JournalPosition | None, err: BaseException | None, t0: float
+        self, g: JournalGroup, pos: JournalPosition | None, err: BaseException | None, t0: float
     ) -> None:
         """The group is durable: callbacks and hook first (write cache), then the mark, then
         the futures.  Or it failed: every future fails, nothing of it is applied."""
@@ -507,7 +407,7 @@ class Journal:
         if not self._room.is_set():
             self._room.set()
 
-    def _fail_group(self, g: _Group, err: BaseException | None) -> None:
+    def _fail_group(self, g: JournalGroup, err: BaseException | None) -> None:
         exc: Exception
         if isinstance(err, OSError):
             if err.errno == errno.ENOSPC:

@@ -62,7 +62,8 @@ from magnetar.bookie.index import (
     ledger_entries_range,
     ledger_key,
 )
-from magnetar.bookie.journal import START, Journal, JournalPosition, JournalRecord, RecordType, record_many
+from magnetar.bookie.journal import START, Journal, JournalPosition, JournalRecord, RecordType
+from magnetar.bookie.journal_groups import record_many
 from magnetar.bookie.lac import LacWaiters
 from magnetar.bookie.ledger_table import LedgerTable
 from magnetar.bookie.storage_checkpoint import Checkpointer
