@@ -5,8 +5,9 @@ Prints, for 100-byte and 1 KB entries, with journal fsync on and off
 (server + wire client on localhost):
 
     adds/s, MB/s, p50 / p99 add latency (ms), journal fsyncs and adds per fsync,
-    and CPU microseconds per add (the whole process, journal thread included:
-    steadier than adds/s on a shared machine)
+    and CPU microseconds per add (the whole process, journal and storage threads
+    included: steadier than adds/s on a shared machine; "loop us" is the event
+    loop thread's share)
 
 and the raw fdatasync rate of the directory's disk (write 100 bytes +
 fdatasync, back to back, one thread; appending and into preallocated space as
@@ -40,9 +41,9 @@ from magnetar.bookie.storage import LedgerStorage
 from magnetar.bookie.wire_client import WireBookieClient
 
 
-def raw_fsync_rate(directory: str, seconds: float, prealloc: bool = False) -> tuple[float, float]:
-    """(fdatasyncs per second, p50 latency ms) writing 100 bytes before each; with
-    ``prealloc`` into a posix_fallocate'd region, as the journal writes (journalPreAllocSizeMB)."""
+def raw_fsync_latencies(directory: str, seconds: float, prealloc: bool = False) -> list[float]:
+    """Seconds per (write 100 bytes + fdatasync), back to back, one thread; with ``prealloc``
+    into a posix_fallocate'd region, as the journal writes (journalPreAllocSizeMB)."""
     path = os.path.join(directory, "fsync-probe")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     lat = []
@@ -61,14 +62,24 @@ def raw_fsync_rate(directory: str, seconds: float, prealloc: bool = False) -> tu
     finally:
         os.close(fd)
         os.remove(path)
+    return lat
+
+
+def raw_fsync_rate(directory: str, seconds: float, prealloc: bool = False) -> tuple[float, float]:
+    """(fdatasyncs per second, p50 latency ms): :func:`raw_fsync_latencies` summed up."""
+    lat = raw_fsync_latencies(directory, seconds, prealloc)
     return len(lat) / sum(lat), statistics.median(lat) * 1000
 
 
 def print_raw(base: str, seconds: float, when: str) -> None:
     for prealloc in (False, True):
-        rate, p50 = raw_fsync_rate(base, seconds, prealloc)
+        lat = raw_fsync_latencies(base, seconds, prealloc)
         kind = "into preallocated space" if prealloc else "appending (file grows)"
-        print(f"raw fdatasync {when}, 100-byte write {kind}: {rate:,.0f}/s, p50 {p50:.3f} ms", flush=True)
+        print(
+            f"raw fdatasync {when}, 100-byte write {kind}: {len(lat) / sum(lat):,.0f}/s, "
+            f"p50 {pct(lat, 0.5):.3f} ms, p99 {pct(lat, 0.99):.3f} ms",
+            flush=True,
+        )
 
 
 def pct(values: list[float], p: float) -> float:
@@ -122,9 +133,11 @@ async def run_case(
     j0 = dict(storage.journal.statistics())
     t0 = time.perf_counter()
     cpu0 = time.process_time()
+    loop_cpu0 = time.thread_time()
     await asyncio.gather(*(worker(1) for _ in range(concurrency)))
     elapsed = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
+    loop_cpu = time.thread_time() - loop_cpu0
     j1 = storage.journal.statistics()
     if client is not None:
         await client.aclose()
@@ -142,6 +155,7 @@ async def run_case(
         "fsyncs_s": (j1["fsyncs"] - j0["fsyncs"]) / elapsed,
         "adds_per_group": n / groups,
         "cpu_us": cpu / max(1, n) * 1e6,
+        "loop_cpu_us": loop_cpu / max(1, n) * 1e6,
     }
 
 
@@ -201,7 +215,7 @@ async def main() -> None:
     )
     header = (
         f"{'path':6} {'entry':>6} {'fsync':>5} {'outst':>5} {'adds/s':>9} {'MB/s':>7} "
-        f"{'p50 ms':>8} {'p99 ms':>8} {'fsyncs/s':>9} {'adds/group':>10} {'cpu us/add':>10}"
+        f"{'p50 ms':>8} {'p99 ms':>8} {'fsyncs/s':>9} {'adds/group':>10} {'cpu us/add':>10} {'loop us':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -222,7 +236,7 @@ async def main() -> None:
                     print(
                         f"{'tcp' if wire else 'local':6} {size:>6} {'on' if sync else 'off':>5} {conc:>5} "
                         f"{r['adds_s']:>9,.0f} {r['mb_s']:>7.2f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} "
-                        f"{r['fsyncs_s']:>9,.0f} {r['adds_per_group']:>10.1f} {r['cpu_us']:>10.1f}",
+                        f"{r['fsyncs_s']:>9,.0f} {r['adds_per_group']:>10.1f} {r['cpu_us']:>10.1f} {r['loop_cpu_us']:>7.1f}",
                         flush=True,
                     )
     print_raw(base, args.seconds, "after ")

@@ -56,9 +56,13 @@ class WriteCache:
         self._unordered.discard(ledger_id)
 
     def sorted_items(self) -> list[tuple[int, int, bytes]]:
+        """Every entry, sorted.  Safe on another thread while the loop deletes ledgers
+        (``delete_ledger`` drops a ledger's dict whole; nobody puts into a flushing cache)."""
         out: list[tuple[int, int, bytes]] = []
-        for ledger_id in sorted(self._ledgers):
-            entries = self._ledgers[ledger_id]
+        for ledger_id in sorted(list(self._ledgers)):
+            entries = self._ledgers.get(ledger_id)
+            if entries is None:
+                continue
             items = sorted(entries.items()) if ledger_id in self._unordered else entries.items()
             out.extend([(ledger_id, entry_id, data) for entry_id, data in items])
         return out

@@ -25,6 +25,7 @@ checkpoint flushes and compaction rewrites never interleave).
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -67,6 +68,17 @@ def parse_log_file_name(name: str) -> int | None:
 
 
 _IDS = struct.Struct(">QQ")
+# A checkpoint runs this on the storage thread for tens of thousands of entries: every
+# GIL_YIELD_MASK + 1 entries it sleeps a moment so the event loop thread, which otherwise
+# waits up to the interpreter's 5 ms switch interval for the GIL, gets it at once.
+GIL_YIELD_MASK = 255
+_GIL_YIELD_S = 0.00005
+
+
+def yield_gil() -> None:
+    time.sleep(_GIL_YIELD_S)
+
+
 _crc32c = crc32c.crc32c
 
 
@@ -132,7 +144,11 @@ class EntryLogger:
         pending = 0  # bytes in ``chunk``, not yet written
         usage = self.active_usage
         base = self._active.size if self._active is not None else 0
-        for ledger_id, entry_id, data in entries:
+        log_id = self.active_log_id
+        crc, ids_pack, rec_pack = _crc32c, _IDS.pack, _REC.pack  # encode_record_head, inlined
+        for i, (ledger_id, entry_id, data) in enumerate(entries):
+            if i & GIL_YIELD_MASK == GIL_YIELD_MASK:
+                yield_gil()
             if self._active is None or base + pending >= self._size_limit_bytes:
                 if chunk:
                     self._write(chunk)
@@ -140,14 +156,17 @@ class EntryLogger:
                 if self._active is not None:
                     touched[self.active_log_id] = dict(self.active_usage)
                 self._rotate()
+                assert self._active is not None
                 usage = self.active_usage
                 base = self._active.size
-            assert self._active is not None
-            head = encode_record_head(ledger_id, entry_id, data)
-            size = len(head) + len(data)
-            locations.append(Location(self.active_log_id, base + pending, size))
-            chunk.append(head)
-            chunk.append(data)
+                log_id = self.active_log_id
+            n = len(data)
+            size = RECORD_OVERHEAD + n
+            locations.append(Location(log_id, base + pending, size))
+            chunk += (
+                rec_pack(16 + n, crc(data, crc(ids_pack(ledger_id, entry_id))), ledger_id, entry_id),
+                data,
+            )
             pending += size
             usage[ledger_id] = usage.get(ledger_id, 0) + size
             if pending >= 4 * 1024 * 1024:
@@ -325,6 +344,12 @@ class EntryLogSet:
         self, entries: list[tuple[int, int, bytes]]
     ) -> tuple[list[Location], dict[int, dict[int, int]]]:
         n = len(self.loggers)
+        if n == 1:  # one ledger directory: no split, and the log ids once per batch
+            lg = self.loggers[0]
+            locs, usage = lg.append_batch(entries)
+            for log_id in usage:
+                self._dir_of[log_id] = lg
+            return locs, usage
         by_dir: dict[int, list[int]] = {}
         for i, (ledger_id, _, _) in enumerate(entries):
             by_dir.setdefault(ledger_id % n, []).append(i)

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import bisect
 import struct
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 _U64 = struct.Struct(">Q")
 _ENTRY_KEY = struct.Struct(">cQQ")
@@ -41,8 +42,9 @@ _FENCED = 1
 _DELETED = 2
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+class Location(NamedTuple):
+    """Where an entry's record is in the entry logs (a tuple: made once per checkpointed entry)."""
+
     log_id: int
     offset: int
     length: int
@@ -71,6 +73,10 @@ class LedgerState:
     def decode(cls, data: bytes) -> LedgerState:
         flags, lac, last = _STATE.unpack_from(data, 0)
         return cls(bytes(data[_STATE.size :]), bool(flags & _FENCED), bool(flags & _DELETED), lac, last)
+
+
+ENTRY_KEY = _ENTRY_KEY  # b"e", ledger, entry: ENTRY_KEY.pack(ENTRY_PREFIX, ledger, entry)
+LOCATION = _LOCATION  # LOCATION.pack(*location) == location.encode()
 
 
 def entry_key(ledger_id: int, entry_id: int) -> bytes:
@@ -169,8 +175,10 @@ class RocksIndexStore:
             wb.delete_range(start, end)
         for k in batch.deletes:
             wb.delete(k)
-        for k, v in batch.puts.items():
+        for i, (k, v) in enumerate(batch.puts.items()):
             wb.put(k, v)
+            if i & 1023 == 1023:
+                time.sleep(0.00005)  # let the event loop thread have the GIL (see entry_log.yield_gil)
         self._db.write(wb, self._sync if sync else self._nosync)
 
     def compact(self) -> None:

@@ -1,36 +1,49 @@
 """The journal: every add is written here and fsynced before it is acknowledged.
 
 Theory of operation (BookKeeper's Journal).  This module is the asynchronous
-half: a queue of encoded records and the writer task that commits them in
-groups.  The files themselves (format, rotation, preallocation, torn tails,
-failed writes) are :mod:`magnetar.bookie.journal_files`, called on the
-journal's own executor thread; the record format is journal_format.py.
+half: records are collected into *groups*, and a writer commits one group at a
+time with one write and one fsync.  The files themselves (format, rotation,
+preallocation, torn tails, failed writes) are :mod:`magnetar.bookie.journal_files`;
+the record format is journal_format.py.
 
-* ``append_nowait`` encodes the record and queues it synchronously, so
-  records keep their callers' order (bounded queue, ``journalQueueSize``;
-  ``wait_for_room`` waits for space, ``append`` does both and waits).  A
-  record is queued as two byte strings, its 25-byte frame + header and the
-  caller's data, so the data is never copied before the group's one write.
-* Adaptive group commit: one writer task takes everything queued (up to
-  ``journalBufferedWritesThreshold`` bytes and
-  ``journalBufferedEntriesThreshold`` records), writes the whole group and
-  fsyncs once on the journal thread, off the event loop.  While that fsync
-  runs, the next group builds up in the queue: under load groups form by
-  themselves.  With ``journalFlushWhenQueueEmpty`` (on by default here) the
-  writer flushes as soon as the queue is empty, so a lone writer waits for
-  its own fsync only.  With it off, the writer first waits up to
-  ``journalMaxGroupWaitMSec`` for more records (BookKeeper's default; it
-  trades a lone writer's latency for bigger groups).  Only after the fsync
-  are the appends completed (with ``journalSyncData=false`` the fsync is
-  skipped: the add is acknowledged once the OS has the bytes).
-* Each record may carry an ``on_durable`` callback, run on the event loop
-  right after the fsync and *before* :attr:`Journal.synced_position` moves
-  past it.  The storage inserts the entry into its write cache there, so a
-  checkpoint that reads ``synced_position`` and swaps the write cache in one
-  synchronous step never loses an entry between the two (see storage.py).
+* ``append_fields_nowait`` encodes the record and adds it to the *open group*
+  synchronously, so records keep their callers' order.  A record is kept as
+  two byte strings, its 25-byte frame + header and the caller's data, so the
+  data is never copied before the group's one write.  The queue is bounded
+  (``journalQueueSize`` records not yet durable; ``wait_for_room`` waits for
+  space, ``append`` does both and waits).  A group is sealed when it reaches
+  ``journalBufferedWritesThreshold`` bytes or ``journalBufferedEntriesThreshold``
+  records; a new one opens behind it.
+* Adaptive group commit: the writer takes the oldest sealed group, or the open
+  one, writes it and fsyncs once.  While that fsync runs the next group builds
+  up: under load groups form by themselves.  With ``journalFlushWhenQueueEmpty``
+  (on by default here) an idle writer takes a group at once, so a lone writer
+  waits for its own fsync only; with it off the writer first waits up to
+  ``journalMaxGroupWaitMSec`` after the group's first record (BookKeeper's
+  default; it trades a lone writer's latency for bigger groups).
+  With ``journalSyncData=false`` the fsync is skipped: the add is acknowledged
+  once the OS has the bytes.
+* The writer is a dedicated thread (a real executor: production): it sleeps
+  while there is nothing to write, is woken by the append that finds it idle
+  (the groups and that hand-off are journal_groups.py), writes + fsyncs, and
+  hands the finished group back to the event loop with *one*
+  ``call_soon_threadsafe`` -- no executor future, no task wake-up per group, so
+  a lone writer's add costs its fsync plus two thread wake-ups.  With an
+  injected executor (a simulation, inline disks) the writer is a task that
+  awaits ``executor.run`` instead: the same groups, in virtual time.
+* Completing a group (on the loop, in group order): first the group's
+  ``on_durable`` callbacks and the *group hook* (``on_durable_group``: the
+  storage puts the group's entries into its write cache in one call), then
+  :attr:`Journal.synced_position` moves past it, then its futures complete.
+  So a checkpoint that reads ``synced_position`` and swaps the write cache in
+  one synchronous step never loses an entry between the two (storage.py).
+  The add latency (``bookie_journal_JOURNAL_ADD_ENTRY``) is recorded once per
+  group for all its records, measured from the group's first record (an upper
+  bound for the later ones).
 * A failed write fails every add of its group (none is acknowledged); the
-  files cut the half-written group off, or mark the journal *broken*
-  (:attr:`broken`), after which appends are refused.
+  error goes through ``on_failure`` (the storage turns read-only on ENOSPC)
+  once per group.  The files cut the half-written group off, or mark the
+  journal *broken* (:attr:`broken`), after which appends are refused.
 * Replay (restart) feeds every record from the checkpoint mark onward, in
   order, to the storage; a fresh file is then started for new writes.
   Checkpoints delete files wholly before their mark.
@@ -39,10 +52,11 @@ journal's own executor thread; the record format is journal_format.py.
 from __future__ import annotations
 
 import asyncio
-import collections
 import errno
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 from magnetar.bookie.api import BookieError, BookieUnavailableError, DiskFullError, TooManyRequestsError
 from magnetar.bookie.disk import Disk
@@ -62,6 +76,7 @@ from magnetar.bookie.journal_format import (
     parse_journal_file_name,
     scan_records,
 )
+from magnetar.bookie.journal_groups import GroupQueue, JournalGroup, record_many
 from magnetar.common.latency import LatencyBuckets
 from magnetar.runtime import BlockingExecutor, Clock, TaskSupervisor
 
@@ -69,28 +84,6 @@ log = logging.getLogger(__name__)
 
 _APPEND_QUEUE_TIMEOUT_S = 30.0
 _CLOSE_DRAIN_TIMEOUT_S = 10.0
-
-
-class _Pending:
-    """One queued record: frame + header, data, and who waits for it."""
-
-    __slots__ = ("head", "data", "future", "on_durable", "seq", "enqueued")
-
-    def __init__(
-        self,
-        head: bytes,
-        data: bytes,
-        future: asyncio.Future[JournalPosition],
-        on_durable: Callable[[], None] | None,
-        seq: int,
-        enqueued: float,
-    ) -> None:
-        self.head = head
-        self.data = data
-        self.future = future
-        self.on_durable = on_durable
-        self.seq = seq
-        self.enqueued = enqueued  # monotonic s, for bookie_journal_JOURNAL_ADD_ENTRY
 
 
 class Journal:
@@ -110,6 +103,7 @@ class Journal:
         file_size_max_bytes: int = 2 * 1024 * 1024 * 1024,
         queue_size: int = 10_000,
         prealloc_bytes: int = 16 * 1024 * 1024,
+        writer_thread: bool | None = None,
     ) -> None:
         self.directory = f"{directory}/current"
         self._files = JournalFiles(
@@ -126,28 +120,47 @@ class Journal:
         self._flush_when_queue_empty = flush_when_queue_empty
         self._group_bytes_max = max(1, group_bytes_max)
         self._group_records_max = max(1, group_records_max or 1_000_000)
-        # Bounded queue of records waiting for the writer (a deque + events, so that
-        # append_nowait can enqueue synchronously, in the caller's order).
-        self._queue: collections.deque[_Pending] = collections.deque()
         self._queue_max = max(1, queue_size)
-        self._nonempty = asyncio.Event()
+        # A real executor means real threads: then the writer is a thread of its own.
+        self._use_thread = isinstance(executor, BlockingExecutor) if writer_thread is None else writer_thread
+        self._nonempty = asyncio.Event()  # the writer task's wake-up (task mode)
+        self._groups = GroupQueue(
+            clock,
+            thread_mode=self._use_thread,
+            on_nonempty=self._nonempty.set,
+            flush_when_queue_empty=flush_when_queue_empty,
+            max_group_wait_s=self._max_group_wait_s,
+            group_bytes_max=self._group_bytes_max,
+            group_records_max=self._group_records_max,
+        )
+        self._inflight: JournalGroup | None = None  # taken by the writer task, not yet completed
         self._room = asyncio.Event()
         self._room.set()
         self._writer: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self._batch: list[_Pending] = []  # taken from the queue, not yet completed
         self.synced_position = START
         # Records are numbered as they are enqueued; synced_count: every record up to it is durable.
         self.enqueued_count = 0
         self.synced_count = 0
+        self.completed_count = 0  # durable or failed
         self.stats = self._files.stats  # groups, records, bytes, fsyncs (counted by the files)
-        self.add_latency = LatencyBuckets()  # enqueue -> durable, per record
+        self.add_latency = LatencyBuckets()  # enqueue -> durable, per record (recorded per group)
         self.sync_latency = LatencyBuckets()  # one group's write + fsync
+        # Hooks of the owner (the storage): a durable group's items, and a failed group's error.
+        self.on_durable_group: Callable[[list[Any], float], None] | None = None
+        self.on_failure: Callable[[Exception], Exception] | None = None
 
     @property
     def broken(self) -> BaseException | None:
         """Set when a failed write could not even be cut off: the journal refuses appends."""
         return self._files.broken
+
+    @property
+    def pending(self) -> int:
+        """Records enqueued and not yet durable (or failed)."""
+        return self.enqueued_count - self.completed_count
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -189,7 +202,9 @@ class Journal:
 
     def start(self) -> None:
         if self._writer is None:
-            self._writer = self._supervisor.spawn(self._run(), name="journal-writer")
+            self._loop = asyncio.get_running_loop()
+            run = self._run_thread() if self._use_thread else self._run_task()
+            self._writer = self._supervisor.spawn(run, name="journal-writer")
 
     async def aclose(self) -> None:
         if self._closed:
@@ -197,7 +212,7 @@ class Journal:
         self._closed = True
         deadline = self._clock.monotonic() + _CLOSE_DRAIN_TIMEOUT_S
         while (
-            (self._queue or self._batch)
+            self.pending
             and self._clock.monotonic() < deadline
             and self.broken is None
             and self._writer is not None
@@ -207,20 +222,22 @@ class Journal:
         if self._writer is not None:
             self._writer.cancel()
             await asyncio.gather(self._writer, return_exceptions=True)
-        while self._queue:
-            p = self._queue.popleft()
-            if not p.future.done():
-                p.future.set_exception(BookieUnavailableError("journal closed"))
+        if self._thread is not None:
+            await self._executor.run(self._thread.join)  # before the files close under it
+        for g in self._groups.drain():
+            for fut in g.futures:
+                if not fut.done():
+                    fut.set_exception(BookieUnavailableError("journal closed"))
         await self._executor.run(self._files.close)
 
     # --- appends --------------------------------------------------------------------------
 
     async def wait_for_room(self, records: int = 1) -> None:
         """Wait (bounded) until ``records`` more fit in the queue; TooManyRequestsError if not."""
-        if len(self._queue) + records <= self._queue_max:
+        if self.pending + records <= self._queue_max:
             return
         deadline = self._clock.monotonic() + _APPEND_QUEUE_TIMEOUT_S
-        while len(self._queue) + records > self._queue_max:
+        while self.pending + records > self._queue_max:
             remaining = deadline - self._clock.monotonic()
             if remaining <= 0 or self._closed:
                 raise TooManyRequestsError("journal queue full")
@@ -232,7 +249,7 @@ class Journal:
 
     def has_room(self, records: int) -> bool:
         """``records`` more fit in the queue now (then no :meth:`wait_for_room` is needed)."""
-        return len(self._queue) + records <= self._queue_max
+        return self.enqueued_count - self.completed_count + records <= self._queue_max
 
     def append_nowait(
         self, record: JournalRecord, on_durable: Callable[[], None] | None = None
@@ -250,29 +267,31 @@ class Journal:
         entry_id: int,
         data: bytes,
         on_durable: Callable[[], None] | None = None,
-    ) -> asyncio.Future[JournalPosition]:
-        """:meth:`append_nowait` without a :class:`JournalRecord` (the storage's add path)."""
+        *,
+        future: asyncio.Future[Any] | None = None,
+        item: Any = None,
+    ) -> asyncio.Future[Any]:
+        """:meth:`append_nowait` without a :class:`JournalRecord` (the storage's add path).
+        ``future`` (made here when None) gets the group's position; ``item``, when given,
+        goes to the ``on_durable_group`` hook with the rest of its group."""
         if self._closed:
             raise BookieUnavailableError("journal closed")
         if self._files.broken is not None:
             raise BookieError(f"journal is broken: {self._files.broken}")
-        if len(self._queue) >= self._queue_max:
+        if self.enqueued_count - self.completed_count >= self._queue_max:
             raise TooManyRequestsError("journal queue full")
-        fut: asyncio.Future[JournalPosition] = asyncio.get_running_loop().create_future()
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
         self.enqueued_count += 1
-        self._queue.append(
-            _Pending(
-                encode_record_head(rtype, ledger_id, entry_id, data),
-                data,
-                fut,
-                on_durable,
-                self.enqueued_count,
-                self._clock.monotonic(),
-            )
+        self._groups.add(
+            encode_record_head(rtype, ledger_id, entry_id, data),
+            data,
+            future,
+            item,
+            on_durable,
+            self.enqueued_count,
         )
-        if not self._nonempty.is_set():
-            self._nonempty.set()
-        return fut
+        return future
 
     async def append(
         self, record: JournalRecord, on_durable: Callable[[], None] | None = None
@@ -283,90 +302,130 @@ class Journal:
 
     # --- the writer -----------------------------------------------------------------------
 
-    async def _run(self) -> None:
-        try:
-            await self._write_loop()
-        finally:  # cancelled (close) or crashed: nothing taken from the queue is left hanging
-            for p in self._batch:
-                if not p.future.done():
-                    p.future.set_exception(BookieUnavailableError("journal stopped"))
-            self._batch = []
+    # thread mode ------------------------------------------------------------------------
 
-    async def _write_loop(self) -> None:
+    async def _run_thread(self) -> None:
+        self._thread = threading.Thread(target=self._thread_main, name="magnetar-journal-writer", daemon=True)
+        self._thread.start()
+        try:
+            await asyncio.get_running_loop().create_future()  # until cancelled (close)
+        finally:
+            self._groups.stop()
+
+    def _thread_main(self) -> None:
+        loop = self._loop
+        assert loop is not None
         clock = self._clock
+        files = self._files
         while True:
-            batch = await self._take_group()
-            chunks = []
-            for p in batch:
-                chunks.append(p.head)
-                chunks.append(p.data)
+            g = self._groups.next_blocking()
+            if g is None:
+                return
+            t0 = clock.monotonic()
+            err: BaseException | None = None
+            pos = None
+            try:
+                pos = files.write_group(g.chunks, g.count)
+            except BaseException as exc:  # noqa: BLE001 - handed to the loop, which fails the group
+                err = exc
+            try:
+                loop.call_soon_threadsafe(self._group_done, g, pos, err, t0)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                return
+
+    # task mode (injected executor: simulation, inline disks) -------------------------------
+
+    async def _run_task(self) -> None:
+        try:
+            await self._task_loop()
+        finally:  # cancelled (close) or crashed: nothing taken is left hanging
+            g = self._inflight
+            if g is not None:
+                self._inflight = None
+                self._fail_group(g, BookieUnavailableError("journal stopped"))
+
+    async def _task_loop(self) -> None:
+        clock = self._clock
+        groups = self._groups
+        while True:
+            g = groups.take()
+            if g is None:
+                remaining = groups.window_remaining()
+                if remaining is not None:  # the group window (journalFlushWhenQueueEmpty off)
+                    await clock.sleep(remaining)
+                    g = groups.take(window_over=True)
+                if g is None:
+                    self._nonempty.clear()
+                    if groups.empty():
+                        groups.set_idle(True)
+                        try:
+                            await self._nonempty.wait()
+                        finally:
+                            groups.set_idle(False)
+                    continue
+            self._inflight = g
             t0 = clock.monotonic()
             try:
-                pos = await self._executor.run(self._files.write_group, chunks, len(batch))
-            except OSError as exc:
-                err: BookieError
-                if exc.errno == errno.ENOSPC:
-                    err = DiskFullError(f"journal write failed: {exc}")
-                else:
-                    err = BookieError(f"journal write failed: {exc}")
-                for p in batch:
-                    if not p.future.done():
-                        p.future.set_exception(err)
-                self._batch = []
+                pos = await self._executor.run(self._files.write_group, g.chunks, g.count)
+            except Exception as exc:
+                self._group_done(g, None, exc, t0)
                 continue
-            except BaseException as exc:
-                for p in batch:
-                    if not p.future.done():
-                        p.future.set_exception(BookieUnavailableError(f"journal stopped: {exc!r}"))
-                raise
-            self._complete(batch, pos, t0)
+            self._group_done(g, pos, None, t0)
 
-    def _complete(self, batch: list[_Pending], pos: JournalPosition, t0: float) -> None:
-        """The group is durable: callbacks first (write cache), then the mark, then the futures."""
-        for p in batch:
-            if p.on_durable is not None:
-                try:
-                    p.on_durable()
-                except Exception:  # a bug there must not stop the journal
-                    log.exception("journal on_durable callback failed")
+    # completion (on the loop) -----------------------------------------------------------
+
+    def _group_done(
+        self, g: JournalGroup, pos: JournalPosition | None, err: BaseException | None, t0: float
+    ) -> None:
+        """The group is durable: callbacks and hook first (write cache), then the mark, then
+        the futures.  Or it failed: every future fails, nothing of it is applied."""
+        if self._inflight is g:
+            self._inflight = None
+        if err is not None or pos is None:
+            self._fail_group(g, err)
+            return
+        for cb in g.callbacks:
+            try:
+                cb()
+            except Exception:  # a bug there must not stop the journal
+                log.exception("journal on_durable callback failed")
         now = self._clock.monotonic()
+        latency_ms = (now - g.opened) * 1000
+        if g.items and self.on_durable_group is not None:
+            try:
+                self.on_durable_group(g.items, latency_ms)
+            except Exception:
+                log.exception("journal on_durable_group hook failed")
         self.sync_latency.record((now - t0) * 1000)
-        record = self.add_latency.record
+        record_many(self.add_latency, latency_ms, g.count)
         self.synced_position = pos
-        self.synced_count = batch[-1].seq
-        for p in batch:
-            record((now - p.enqueued) * 1000)
-            fut = p.future
+        self.synced_count = g.last_seq
+        self.completed_count += g.count
+        for fut in g.futures:
             if not fut.done():
                 fut.set_result(pos)
-        self._batch = []
-
-    async def _take_group(self) -> list[_Pending]:
-        queue = self._queue
-        while not queue:
-            self._nonempty.clear()
-            await self._nonempty.wait()
-        first = queue.popleft()
-        batch = self._batch = [first]
-        nbytes = len(first.data)
-        deadline = self._clock.monotonic() + self._max_group_wait_s
-        waited = self._flush_when_queue_empty  # then an empty queue ends the group at once
-        records_max = self._group_records_max
-        bytes_max = self._group_bytes_max
-        while len(batch) < records_max and nbytes < bytes_max:
-            if queue:
-                item = queue.popleft()
-                batch.append(item)
-                nbytes += len(item.data)
-                continue
-            remaining = deadline - self._clock.monotonic()
-            if waited or remaining <= 0:
-                break
-            waited = True
-            await self._clock.sleep(remaining)
         if not self._room.is_set():
             self._room.set()
-        return batch
+
+    def _fail_group(self, g: JournalGroup, err: BaseException | None) -> None:
+        exc: Exception
+        if isinstance(err, OSError):
+            if err.errno == errno.ENOSPC:
+                exc = DiskFullError(f"journal write failed: {err}")
+            else:
+                exc = BookieError(f"journal write failed: {err}")
+        elif isinstance(err, Exception):
+            exc = err if isinstance(err, BookieError) else BookieError(f"journal write failed: {err!r}")
+        else:
+            exc = BookieUnavailableError(f"journal stopped: {err!r}")
+        if self.on_failure is not None:
+            exc = self.on_failure(exc)
+        self.completed_count += g.count
+        for fut in g.futures:
+            if not fut.done():
+                fut.set_exception(exc)
+        if not self._room.is_set():
+            self._room.set()
 
     # --- checkpoints ------------------------------------------------------------------------
 
@@ -378,7 +437,7 @@ class Journal:
         return iter(self._files.list_ids())
 
     def statistics(self) -> dict[str, int]:
-        return {**self.stats, "queued": len(self._queue), "file_id": self._files.file_id}
+        return {**self.stats, "queued": self.pending, "file_id": self._files.file_id}
 
 
 __all__ = [

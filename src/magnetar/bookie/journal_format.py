@@ -25,6 +25,8 @@ FILE_HEADER_SIZE = FILE_HEADER.size
 _FRAME = struct.Struct(">II")
 _BODY_HEADER = struct.Struct(">BQq")
 RECORD_OVERHEAD = _FRAME.size + _BODY_HEADER.size
+_RECORD_HEAD = struct.Struct(">IIBQq")  # frame + body header in one pack
+assert _RECORD_HEAD.size == RECORD_OVERHEAD
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # a length beyond this is garbage, not a record
 _crc32c = crc32c.crc32c
 
@@ -65,9 +67,8 @@ class JournalRecord:
 def encode_record_head(rtype: int, ledger_id: int, entry_id: int, data: bytes) -> bytes:
     """The record's frame and body header (25 bytes): the record is this, then ``data``.
     The CRC runs over the body header and ``data`` without joining them (no copy)."""
-    body_head = _BODY_HEADER.pack(rtype, ledger_id, entry_id)
-    crc = _crc32c(data, _crc32c(body_head))
-    return _FRAME.pack(len(body_head) + len(data), crc) + body_head
+    crc = _crc32c(data, _crc32c(_BODY_HEADER.pack(rtype, ledger_id, entry_id)))
+    return _RECORD_HEAD.pack(_BODY_HEADER.size + len(data), crc, rtype, ledger_id, entry_id)
 
 
 @dataclass(slots=True)

@@ -3,7 +3,11 @@
 Theory of operation: one :class:`_Connection` per accepted socket reads bytes,
 feeds them to a :class:`~magnetar.bookie.wire.FrameDecoder` and runs every
 decoded request as its own task, so requests on one connection are pipelined
-and answered as they complete (the request id correlates).  In-flight
+and answered as they complete (the request id correlates).  An add to an
+in-process service with ``add_entry_nowait`` (the bookie's own storage) takes
+no task: the answer is encoded in the add future's callback, and the answers
+of one loop iteration -- a journal group completes many at once -- go out in
+one socket write (``wire.WriteCoalescer``).  In-flight
 requests per connection are bounded (``maxPendingRequestsPerConnection``):
 when the bound is reached the connection stops reading until one finishes,
 which pushes back on the client through TCP.
@@ -25,7 +29,7 @@ import logging
 from typing import Protocol
 
 from magnetar.bookie import wire
-from magnetar.bookie.api import BookieError, BookieErrorCode, BookieInfo
+from magnetar.bookie.api import BookieError, BookieErrorCode, BookieInfo, BookieUnavailableError
 from magnetar.runtime import TaskSupervisor
 
 log = logging.getLogger(__name__)
@@ -93,6 +97,12 @@ async def handle_request(service: BookieService, req: wire.Request) -> wire.Resp
             req.request_id, op, int(BookieErrorCode.INTERNAL), f"internal error: {exc!r}"
         )
     raise AssertionError(f"unhandled request {req!r}")
+
+
+def _outcome(fut: asyncio.Future[object]) -> BaseException | None:
+    if fut.cancelled():
+        return BookieUnavailableError("add cancelled")
+    return fut.exception()
 
 
 def _op_of(req: wire.Request) -> wire.Op:
@@ -176,6 +186,8 @@ class _Connection:
         self._drain_lock = asyncio.Lock()
         self._out = wire.WriteCoalescer(self._write_now, asyncio.get_running_loop().call_soon)
         self._handlers: set[asyncio.Task[None]] = set()
+        # The add's fast path: an in-process service's add_entry_nowait (no task per add).
+        self._add_nowait = getattr(service, "add_entry_nowait", None)
 
     async def run(self) -> None:
         peer = self._writer.get_extra_info("peername")
@@ -212,6 +224,9 @@ class _Connection:
                     ):
                         raise wire.WireProtocolError(f"a client sent a response frame: {event!r}")
                     await self._slots.acquire()
+                    if self._add_nowait is not None and event.__class__ is wire.AddRequest:
+                        if self._add_fast(event):  # type: ignore[arg-type]
+                            continue
                     task = asyncio.get_running_loop().create_task(self._handle(event))
                     self._handlers.add(task)
                     task.add_done_callback(self._handlers.discard)
@@ -234,6 +249,37 @@ class _Connection:
             pass
         finally:
             self._slots.release()
+
+    def _add_fast(self, req: wire.AddRequest) -> bool:
+        """Start an add without a task; its answer is written from the future's callback.
+        False when the add must go the task path (the storage must wait for room, or the
+        ledger is new here)."""
+        try:
+            fut = self._add_nowait(  # type: ignore[misc]
+                req.ledger_id, req.entry_id, req.master_key, req.entry, recovery=req.recovery
+            )
+        except Exception as exc:
+            self._add_answer(req, exc)
+            return True
+        if fut is None:
+            return False
+        fut.add_done_callback(lambda f: self._add_answer(req, _outcome(f)))
+        return True
+
+    def _add_answer(self, req: wire.AddRequest, exc: BaseException | None) -> None:
+        self._slots.release()
+        resp: wire.Response
+        if exc is None:
+            resp = wire.AddResponse(req.request_id, req.ledger_id, req.entry_id)
+        elif isinstance(exc, BookieError):
+            resp = wire.ErrorResponse(req.request_id, wire.Op.ADD, int(exc.code), str(exc))
+        else:
+            log.error("bookie add %d:%d failed: %r", req.ledger_id, req.entry_id, exc)
+            resp = wire.ErrorResponse(
+                req.request_id, wire.Op.ADD, int(BookieErrorCode.INTERNAL), f"internal error: {exc!r}"
+            )
+        if not self._writer.is_closing():
+            self._out.write(wire.encode(resp))  # many answers of one loop iteration: one write
 
     def _write_now(self, data: bytes) -> None:
         if not self._writer.is_closing():

@@ -10,8 +10,9 @@ journal replay and on close; one at a time (a lock).
   puts the entry in the active write cache) *before* its position moves past
   the record, so every record at or before the mark is in the swapped-out
   cache or in an older, already flushed one.
-* The swapped cache is written, sorted by (ledger, entry), to the active
-  entry log (one fsync); then the entry locations, the dirty ledger states,
+* The swapped cache is written, sorted by (ledger, entry) -- sorted on the
+  storage thread: the loop only deletes whole ledgers from it meanwhile --, to
+  the active entry log (one fsync); then the entry locations, the dirty ledger states,
   per-log usage and the mark go into the index in one synced batch.  Only
   then do journal files wholly before the mark get deleted.
 * Adds wait (bounded, ``dbStorage_maxThrottleTimeMs``) while the active
@@ -38,7 +39,17 @@ from typing import TYPE_CHECKING
 
 from magnetar.bookie.api import TooManyRequestsError
 from magnetar.bookie.caches import WriteCache
-from magnetar.bookie.index import MARK_KEY, Batch, encode_log_usage, entry_key, ledger_key, log_key
+from magnetar.bookie.entry_log import GIL_YIELD_MASK, yield_gil
+from magnetar.bookie.index import (
+    ENTRY_KEY,
+    ENTRY_PREFIX,
+    LOCATION,
+    MARK_KEY,
+    Batch,
+    encode_log_usage,
+    ledger_key,
+    log_key,
+)
 from magnetar.bookie.journal_format import JournalPosition
 
 if TYPE_CHECKING:
@@ -99,10 +110,9 @@ class Checkpointer:
                 mark = s.mark
             cache = s.write_caches.swap()
             dirty = s.table.take_dirty()
-            items = cache.sorted_items()
             # --------------------------------------------------------------
-            try:
-                await s.storage_executor.run(self._flush_sync, items, dirty, mark)
+            try:  # the swapped cache is sorted on the storage thread, not the loop
+                await s.storage_executor.run(self._flush_sync, cache, dirty, mark)
             except BaseException as exc:
                 self._restore_after_failed_flush(cache, dirty)
                 if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
@@ -125,16 +135,18 @@ class Checkpointer:
                 active.put(ledger_id, entry_id, data)
         s.table.restore_dirty(dirty)
 
-    def _flush_sync(
-        self, items: list[tuple[int, int, bytes]], dirty: dict[int, bytes], mark: JournalPosition
-    ) -> None:
+    def _flush_sync(self, cache: WriteCache, dirty: dict[int, bytes], mark: JournalPosition) -> None:
         s = self._s
         assert s.index is not None
         batch = Batch()
+        items = cache.sorted_items()
         if items:
             locations, usage = s.entry_logger.append_batch(items)
-            for (ledger_id, entry_id, _), loc in zip(items, locations, strict=True):
-                batch.put(entry_key(ledger_id, entry_id), loc.encode())
+            puts, key, loc_pack = batch.puts, ENTRY_KEY.pack, LOCATION.pack  # per entry: inline
+            for i, ((ledger_id, entry_id, _), loc) in enumerate(zip(items, locations, strict=True)):
+                puts[key(ENTRY_PREFIX, ledger_id, entry_id)] = loc_pack(*loc)
+                if i & GIL_YIELD_MASK == GIL_YIELD_MASK:
+                    yield_gil()
             for log_id, per_ledger in usage.items():
                 batch.put(log_key(log_id), encode_log_usage(per_ledger))
         for ledger_id, raw in dirty.items():

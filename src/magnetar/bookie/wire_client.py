@@ -12,7 +12,9 @@ Errors, as the ledger client expects them:
 * cannot connect (refused, unreachable, connect timeout) and connection lost
   with requests in flight -> :class:`BookieUnavailableError`;
 * no answer within the request's timeout -> :class:`BookieTimeoutError` (the
-  request id is forgotten; a late answer is dropped);
+  request id is forgotten; a late answer is dropped).  Deadlines are checked by
+  one watchdog timer per client every timeout/10 (at most 250 ms), not a timer
+  per request;
 * an error status from the bookie -> the BookieError subclass of its code.
 
 The number of requests in flight is bounded; past it a request waits for a
@@ -101,6 +103,12 @@ class WireBookieClient:
         self._conn: _Conn | None = None
         self._connect_lock = asyncio.Lock()
         self._closed = False
+        # Deadlines of requests in flight, kept coarsely: one watchdog timer per client
+        # (re-armed every timeout/10, at most 250 ms, while requests are out) fails the
+        # overdue ones; a timer per request (asyncio.timeout) cost a heap push and a cancel each.
+        self._deadlines: dict[asyncio.Future[wire.Response], tuple[float, float]] = {}
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._tick_s = max(0.001, min(0.25, self._timeout_s / 10))
 
     @property
     def bookie_id(self) -> str:
@@ -169,17 +177,23 @@ class WireBookieClient:
         timeout_s = self._timeout_s + extra_timeout_s
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        try:
-            await asyncio.wait_for(self._slots.acquire(), timeout_s)
-        except TimeoutError:
-            raise BookieTimeoutError(
-                f"too many requests in flight to {self._bookie_id}", self._bookie_id
-            ) from None
+        if self._slots.locked():
+            try:
+                await asyncio.wait_for(self._slots.acquire(), timeout_s)
+            except TimeoutError:
+                raise BookieTimeoutError(
+                    f"too many requests in flight to {self._bookie_id}", self._bookie_id
+                ) from None
+        else:
+            await self._slots.acquire()  # returns at once: no timer needed
         try:
             conn = await self._connection()
             rid = next(self._ids)
             fut: asyncio.Future[wire.Response] = loop.create_future()
             conn.pending[rid] = fut
+            self._deadlines[fut] = (deadline, timeout_s)
+            if self._watchdog is None:
+                self._watchdog = loop.call_later(self._tick_s, self._expire_overdue, loop)
             try:
                 if conn.broken is not None:  # lost between the check and now
                     raise BookieUnavailableError(f"connection to {self._bookie_id} lost", self._bookie_id)
@@ -187,8 +201,7 @@ class WireBookieClient:
                 if conn.writer.transport.get_write_buffer_size() > 4 * 1024 * 1024:
                     async with conn.drain_lock:
                         await asyncio.wait_for(conn.writer.drain(), max(0.001, deadline - loop.time()))
-                async with asyncio.timeout_at(deadline):
-                    resp = await fut
+                resp = await fut  # BookieTimeoutError from the watchdog when overdue
             except TimeoutError:
                 raise BookieTimeoutError(
                     f"bookie {self._bookie_id} did not answer within {timeout_s * 1000:.0f} ms",
@@ -203,11 +216,28 @@ class WireBookieClient:
                 ) from None
             finally:
                 conn.pending.pop(rid, None)
+                self._deadlines.pop(fut, None)
         finally:
             self._slots.release()
         if isinstance(resp, wire.ErrorResponse):
             raise error_for_code(resp.code, resp.message, self._bookie_id)
         return resp
+
+    def _expire_overdue(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = loop.time()
+        overdue = [(fut, t) for fut, (deadline, t) in self._deadlines.items() if deadline <= now]
+        for fut, timeout_s in overdue:
+            del self._deadlines[fut]
+            if not fut.done():
+                fut.set_exception(
+                    BookieTimeoutError(
+                        f"bookie {self._bookie_id} did not answer within {timeout_s * 1000:.0f} ms",
+                        self._bookie_id,
+                    )
+                )
+        self._watchdog = (
+            loop.call_later(self._tick_s, self._expire_overdue, loop) if self._deadlines else None
+        )
 
     async def add_entry(
         self, ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, *, recovery: bool = False
@@ -298,6 +328,9 @@ class WireBookieClient:
         if self._closed:
             return
         self._closed = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         conn = self._conn
         self._conn = None
         if conn is not None:
