@@ -29,6 +29,9 @@ def http(standalone):
         yield c
 
 
+_LISTENERS: list = []  # see test_table_view_over_compacted_topic_and_live_updates
+
+
 def compact(http: httpx.Client, topic: str) -> None:
     path = "/admin/v2/persistent/" + topic.split("://", 1)[1] + "/compaction"
     assert http.put(path).status_code == 204
@@ -76,6 +79,11 @@ def test_table_view_over_compacted_topic_and_live_updates(client, http) -> None:
             updates.append((k, v))
 
     tv.for_each_and_listen(listener)
+    # The C++ client keeps the listener in its table view until the *client* closes (the
+    # fixture's teardown) and drops it there on one of its own threads, without the GIL: if
+    # that drop freed the closure, the interpreter crashed (one segfault in Client.close in a
+    # full run). Keep it alive past the client's close.
+    _LISTENERS.append(listener)
     producer.send("fresh", partition_key="key-5")
     producer.send("new-key", partition_key="key-new")
     producer.send("", partition_key="key-6")
