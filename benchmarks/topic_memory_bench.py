@@ -30,28 +30,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from _rss import settle  # noqa: E402 -- benchmarks/_rss.py, beside this script
+
 from magnetar.testing.standalone import StandaloneProcess  # noqa: E402
-
-
-def rss_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
-
-
-def cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def settle(pid: int, seconds: float) -> tuple[int, float]:
-    """RSS after ``seconds`` of quiet, and the CPU % used meanwhile."""
-    c0 = cpu_s(pid)
-    time.sleep(seconds)
-    return rss_bytes(pid), (cpu_s(pid) - c0) / seconds * 100
 
 
 async def create_all(web_url: str, paths: list[str], concurrency: int) -> float:

@@ -26,16 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from _rss import rss_bytes as rss  # noqa: E402 -- benchmarks/_rss.py, beside this script
+
 from magnetar.managed_ledger.api import InitialPosition  # noqa: E402
 from magnetar.testing.standalone import running_standalone  # noqa: E402
-
-
-def rss() -> int:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
 
 
 def type_counts() -> collections.Counter[str]:

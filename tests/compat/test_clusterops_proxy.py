@@ -1,13 +1,13 @@
 """``magnetar proxy`` in front of a real ``magnetar standalone``, driven by the official client.
 
-Two setups, each a module fixture of real processes: an open one (produce and
-consume through the proxy's URL, a partitioned topic, admin REST through the
-proxy's HTTP port) and a secured one (token authentication on the proxy and on
-the broker, authorization on the broker, the proxy's own role in
-``proxyRoles``): a client's role reaches the broker's authorization through
-the proxy (alice, granted, may produce; bob, not granted, is refused), a bad
-token is refused by the proxy, and a non-proxy role that claims an
-``original_principal`` is refused by the broker.
+Two setups, each a module fixture of real processes: an open one (a proxy in front of
+the directory's shared standalone; produce and consume through the proxy's URL, a
+partitioned topic, admin REST through the proxy's HTTP port) and a secured one (token
+authentication on the proxy and on the broker, authorization on the broker, the proxy's
+own role in ``proxyRoles``): a client's role reaches the broker's authorization through
+the proxy (alice, granted, may produce; bob, not granted, is refused), a bad token is
+refused by the proxy, and a non-proxy role that claims an ``original_principal`` is
+refused by the broker.
 """
 
 from __future__ import annotations
@@ -61,19 +61,18 @@ def http(method: str, url: str, body=None, role: str | None = None) -> tuple[int
 
 
 @pytest.fixture(scope="module")
-def open_proxy(tmp_path_factory):
-    base = tmp_path_factory.mktemp("proxy-open")
-    sa = StandaloneProcess(base / "standalone")
-    sa.start()
+def open_proxy(standalone, tmp_path_factory):
+    """The proxy in front of the directory's shared default standalone (tests/compat/conftest.py)."""
+    sa = standalone
     proxy = ProxyProcess(
-        base / "proxy", {"brokerServiceURL": sa.broker_url, "brokerWebServiceURL": sa.web_url}
+        tmp_path_factory.mktemp("proxy-open") / "proxy",
+        {"brokerServiceURL": sa.broker_url, "brokerWebServiceURL": sa.web_url},
     )
     try:
         proxy.start()
         yield sa, proxy
     finally:
         code = proxy.terminate()
-        sa.terminate()
     assert code == 0, proxy.log()
 
 

@@ -1,8 +1,15 @@
 """Fixtures for the Functions / Pulsar IO tests: a ``magnetar standalone`` subprocess with its worker.
 
-One standalone per module (start-up is the slow part); each test uses its own
-function names and topics.  ``admin(...)`` runs ``magnetar admin`` (in-process by
-default, a real subprocess with ``subprocess=True``), ``rest`` is an httpx client on the web URL.
+One standalone with its functions worker for every module that uses ``fn_standalone`` (start-up
+is the slow part: ~4-7 s a module on a loaded machine): a session fixture, stopped right after
+the last test that uses it (``stop_after_last_user``).  Modules that need their own config (token
+auth, a ZooKeeper cluster, a worker killed with -9) start their own.  Each test uses its own
+function names and topics (a ``unique`` suffix), so tests do not see each other's functions; at
+the end of each module the functions, sources and sinks it left in public/default are deleted,
+so a module starts with an empty namespace and no instance of an earlier module keeps running
+(a sink retrying a stopped PostgreSQL, a spinning function) while its CPU figures are measured.
+``admin(...)`` runs ``magnetar admin`` (in-process by default, a real subprocess with
+``subprocess=True``).
 """
 
 from __future__ import annotations
@@ -16,24 +23,45 @@ import httpx
 import pytest
 
 from magnetar.testing.cli import run_admin
-from magnetar.testing.standalone import StandaloneProcess, broker_unavailable_reason
+from magnetar.testing.standalone import StandaloneProcess, serving, stop_after_last_user
 
 pulsar = pytest.importorskip("pulsar")
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "functions"
 
 
-@pytest.fixture(scope="module")
-def fn_standalone(tmp_path_factory: pytest.TempPathFactory):
-    reason = broker_unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    proc = StandaloneProcess(
-        tmp_path_factory.mktemp("functions") / "data", extra_args=["--log-level", "INFO"]
+FAMILIES = ("functions", "sources", "sinks")
+
+
+@pytest.fixture(scope="session")
+def fn_worker_standalone(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The standalone (broker + functions worker) the modules share; see the module docstring."""
+    served = serving(
+        StandaloneProcess(tmp_path_factory.mktemp("functions") / "data", extra_args=["--log-level", "INFO"])
     )
-    proc.start()
+    proc = next(served)
+    stop_after_last_user(request, proc.terminate)
     yield proc
-    proc.terminate()
+    yield from served  # the kit's teardown: it must have exited 0
+
+
+@pytest.fixture(scope="module")
+def fn_standalone(fn_worker_standalone: StandaloneProcess):
+    """The shared standalone, for one module: what the module created is deleted after it."""
+    yield fn_worker_standalone
+    delete_everything(fn_worker_standalone)
+
+
+def delete_everything(standalone: StandaloneProcess, namespace: str = "public/default") -> None:
+    """Delete every function, source and sink in ``namespace``; an error here fails the module's
+    last test's teardown (a delete that does not work is a finding)."""
+    with httpx.Client(base_url=f"{standalone.web_url}/admin/v3", timeout=60) as http:
+        for family in FAMILIES:
+            r = http.get(f"/{family}/{namespace}")
+            r.raise_for_status()
+            for name in r.json():
+                d = http.delete(f"/{family}/{namespace}/{name}")
+                assert d.status_code in (200, 204, 404), f"delete {family} {name}: {d.status_code} {d.text}"
 
 
 @pytest.fixture

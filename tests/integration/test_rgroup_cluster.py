@@ -26,6 +26,7 @@ import pytest
 
 from magnetar.broker.ownership.bundles import topic_hash
 from magnetar.testing.cluster import ClusterProcesses, serving_cluster
+from magnetar.testing.geo import poll
 from magnetar.testing.standalone import broker_unavailable_reason
 
 pulsar = pytest.importorskip("pulsar")
@@ -35,6 +36,7 @@ pytestmark = [
 ]
 CLUSTER = "rgroups"
 NS = f"public/rg-{uuid.uuid4().hex[:6]}"
+WAIT_S = 45.0  # every poll's deadline: ownership moves and metrics ticks on a loaded 2-core machine
 
 
 @pytest.fixture(scope="module")
@@ -74,17 +76,6 @@ def ok(status_body: tuple[int, object]) -> object:
     return body
 
 
-def wait_until(what: str, cond, timeout_s: float = 45.0):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what} (last: {last!r})")
-
-
 def owner(c: ClusterProcesses, topic: str) -> int | None:
     status, body = http("GET", f"{c.web_url(0)}/lookup/v2/topic/persistent/{topic}")
     if status != 200 or not isinstance(body, dict):
@@ -94,13 +85,13 @@ def owner(c: ClusterProcesses, topic: str) -> int | None:
 
 def place(c: ClusterProcesses, topic: str, i: int) -> None:
     """Make broker ``i`` own ``topic``'s bundle (an unload with ``destinationBroker``)."""
-    now = wait_until(f"an owner for {topic}", lambda: [o for o in [owner(c, topic)] if o is not None])[0]
+    now = poll(f"an owner for {topic}", lambda: [o for o in [owner(c, topic)] if o is not None], WAIT_S)[0]
     if now == i:
         return
     bundle = ok(http("GET", f"{c.web_url(0)}/lookup/v2/topic/persistent/{topic}/bundle"))
     dest = urllib.parse.quote(c.web_url(i).split("://", 1)[-1])
     ok(http("PUT", f"{c.web_url(now)}/admin/v2/namespaces/{NS}/{bundle}/unload?destinationBroker={dest}"))
-    wait_until(f"broker-{i} owning {topic}", lambda: owner(c, topic) == i)
+    poll(f"broker-{i} owning {topic}", lambda: owner(c, topic) == i, WAIT_S)
 
 
 def topics_one_per_bundle(c: ClusterProcesses) -> list[str]:
@@ -156,7 +147,7 @@ def test_each_broker_enforces_its_share_of_the_group(cluster: ClusterProcesses) 
     for i, t in enumerate(topics):
         place(c, t, i)
     for i in range(2):
-        wait_until(f"broker-{i}'s share of 100", lambda i=i: quota_on(c, i) == 100.0)
+        poll(f"broker-{i}'s share of 100", lambda i=i: quota_on(c, i) == 100.0, WAIT_S)
 
     clients = [pulsar.Client(c.broker_url(i), operation_timeout_seconds=60) for i in range(2)]
     try:
@@ -184,7 +175,7 @@ def test_each_broker_enforces_its_share_of_the_group(cluster: ClusterProcesses) 
         assert all(50 <= r <= 130 for r in out.values()), out  # ~100 each: the share, not 200
 
         place(c, topics[1], 0)  # broker-0 now owns both bundles
-        wait_until("broker-0's share of the whole 200", lambda: quota_on(c, 0) == 200.0)
+        poll("broker-0's share of the whole 200", lambda: quota_on(c, 0) == 200.0, WAIT_S)
         out.clear()
         pump(producers[1], 4.5, out, "moved")
         print(f"cluster, both bundles on broker-0: {out}")

@@ -18,15 +18,17 @@ import uuid
 import httpx
 import jwt
 import pytest
+import pytest_asyncio
 
 from magnetar.protocol import client_commands as cc
 from magnetar.protocol.enums import CommandType
 from magnetar.protocol.frames import FrameDecoder
 from magnetar.testing.standalone import broker_unavailable_reason, running_standalone
 
-pytestmark = pytest.mark.skipif(
-    broker_unavailable_reason() is not None, reason=str(broker_unavailable_reason())
-)
+pytestmark = [
+    pytest.mark.skipif(broker_unavailable_reason() is not None, reason=str(broker_unavailable_reason())),
+    pytest.mark.asyncio(loop_scope="module"),  # the loop of the module's shared standalone
+]
 
 SECRET = b"integration-security-secret-0123456789"
 SUPER = "root"
@@ -36,8 +38,11 @@ def bearer(role: str) -> dict[str, str]:
     return {"Authorization": "Bearer " + jwt.encode({"sub": role}, SECRET, "HS256")}
 
 
-@pytest.fixture
-async def secured(tmp_path):
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def secured(tmp_path_factory):
+    """One secured standalone for the module's tests (each ~1-2 s to start): every test leaves
+    the tenants and namespaces as it found them (the refusal test checks their exact lists)."""
+    tmp_path = tmp_path_factory.mktemp("secured")
     key = tmp_path / "secret.key"
     key.write_bytes(SECRET)
     props = {

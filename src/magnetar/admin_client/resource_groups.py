@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # the REST bodies (pydantic) load only where one is built
 BASE = "/admin/v2/resourcegroups"
 
 
-
 class ResourceGroups(Resource):
     def list(self) -> Any:
         """Names of all resource groups."""

@@ -319,6 +319,11 @@ def stop_after_last_user(request: object, stop: Callable[[], object]) -> None:
     session = request.session  # type: ignore[attr-defined]
     # The users of *this* definition: several directories' conftests define a fixture of the
     # same name (``standalone`` in tests/client and tests/compat), each its own broker.
+    # pytest (9.2) has no public API for a fixture's definition: FixtureRequest gives its name,
+    # scope, node and session, an item its fixture *names*; the definition a request serves
+    # (request._fixturedef) and the ones an item resolves to (item._fixtureinfo) are private.
+    # So they are read here, and tests/unit/testing/test_kit_stop_after_last_user.py is their
+    # guard: without them two same-named fixtures collide (or one stops too late) and it fails.
     mine = getattr(request, "_fixturedef", None)
 
     def uses_mine(item: object) -> bool:

@@ -10,6 +10,7 @@ import pytest
 from magnetar.broker import errors
 from magnetar.broker.resources import BrokerResources, tenant_info
 from magnetar.broker.resources.namespaces import default_policies
+from magnetar.metadata.api import NotificationType
 from magnetar.metadata.memory import MemoryMetadataServer
 
 
@@ -51,8 +52,15 @@ async def two_brokers():
 
 async def test_reads_hit_the_store_once_and_callers_get_their_own_copy(two_brokers) -> None:
     mine, other, counted = two_brokers
+    notes = []
+    counted.add_listener(notes.append)  # this broker's session, as the cache sees it
     await other.namespaces.create("t/a", default_policies(["c"]))
-    await asyncio.sleep(0.1)  # the creation's notification delivered (it would drop the entry)
+    path = mine.namespaces.path("t/a")
+
+    async def creation_delivered() -> bool:  # (it would drop an entry cached before it)
+        return any(n.type is NotificationType.CREATED and n.path == path for n in notes)
+
+    await _until(creation_delivered)
     first = await mine.namespaces.get("t/a")
     reads = counted.gets
     for _ in range(20):

@@ -43,19 +43,20 @@ SUB_CONFTEST = """
 import pytest
 from magnetar.testing.standalone import stop_after_last_user
 
-EVENTS = []
-
 @pytest.fixture(scope="session")
 def shared(request):  # same name as another directory's fixture, another broker
-    EVENTS.append("{d} start")
-    stop_after_last_user(request, lambda: EVENTS.append("{d} stop"))
+    print("EVENT {d} start")
+    stop_after_last_user(request, lambda: print("EVENT {d} stop"))
     yield "{d}"
 """
 
 
 def test_same_named_fixtures_of_two_directories_each_stop_after_their_own_users(pytester) -> None:  # noqa: ANN001
     """tests/client and tests/compat both define ``standalone``: each stops after its own last
-    user (the first run of this kit registered both under one name and failed every compat test)."""
+    user (the first run of this kit registered both under one name and failed every compat test),
+    so a's broker is stopped before b's starts.  This is also the guard of the pytest internals
+    ``stop_after_last_user`` reads (no public API names a test's fixture *definition*): were they
+    gone, a's stop would come after b's test (still safe, too late) and this test would fail."""
     for d in ("a", "b"):
         sub = pytester.mkdir(d)
         (sub / "conftest.py").write_text(SUB_CONFTEST.replace("{d}", d))
@@ -63,3 +64,5 @@ def test_same_named_fixtures_of_two_directories_each_stop_after_their_own_users(
     (pytester.path / "b" / "test_b.py").write_text("def test_b(shared): assert shared == 'b'\n")
     result = pytester.runpytest_inprocess("-s", "-p", "no:cacheprovider", "--import-mode=importlib")
     result.assert_outcomes(passed=2)
+    events = [ln.split("EVENT ", 1)[1] for ln in result.stdout.lines if "EVENT " in ln]
+    assert events == ["a start", "a stop", "b start", "b stop"], events
