@@ -198,6 +198,7 @@ class LedgerHandle:
             self._release_room()
             if not p.future.done():
                 p.future.set_exception(error)
+                p.future.exception()  # retrieved: no "never retrieved" log if nobody awaits it
         self._drained.set()
 
     def _check_writable(self) -> None:
@@ -266,7 +267,6 @@ class LedgerHandle:
     def _push_nowait(self, entry_id: int, framed: bytes, length: int) -> asyncio.Future[int]:
         self._last_pushed = entry_id
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even if nobody awaits
         p = PendingAdd(entry_id, framed, length, future)
         pending = self._pending
         if pending.__class__ is not deque:
