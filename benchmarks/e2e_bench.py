@@ -111,10 +111,16 @@ def publish_many(client: pulsar.Client, topics: list[str], n_each: int) -> float
         client.create_producer(t, batching_enabled=False, max_pending_messages=1000, block_if_queue_full=True)
         for t in topics
     ]
+    return race_producers(producers, n_each)
+
+
+def race_producers(producers: list, n_each: int) -> float:  # type: ignore[type-arg]
+    """``n_each`` unbatched 1 KB sends from every producer, each in its own thread, started
+    together; total msg/s; closes the producers."""
     payload = b"x" * SIZE_BYTES
     start = threading.Barrier(len(producers) + 1)
 
-    def run(producer) -> None:
+    def run(producer) -> None:  # type: ignore[no-untyped-def]
         start.wait()
         for _ in range(n_each):
             producer.send_async(payload, None)

@@ -33,7 +33,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -41,7 +40,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
-from e2e_bench import SIZE_BYTES, _client, publish, publish_many  # noqa: E402
+from e2e_bench import _client, publish, publish_many, race_producers  # noqa: E402
 
 from magnetar.testing.standalone import StandaloneProcess  # noqa: E402
 
@@ -121,26 +120,7 @@ def publish_pairs(clients: list, topics: list[str], n_each: int) -> float:
         )
         for i, t in enumerate(topics)
     ]
-    payload = b"x" * SIZE_BYTES
-    start = threading.Barrier(len(producers) + 1)
-
-    def run(producer) -> None:  # type: ignore[no-untyped-def]
-        start.wait()
-        for _ in range(n_each):
-            producer.send_async(payload, None)
-        producer.flush()
-
-    threads = [threading.Thread(target=run, args=(p,)) for p in producers]
-    for t in threads:
-        t.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - t0
-    for p in producers:
-        p.close()
-    return n_each * len(producers) / elapsed
+    return race_producers(producers, n_each)
 
 
 def _owner(web_url: str, topic: str) -> str:
